@@ -1,0 +1,5 @@
+"""`python -m spadework` is the `spadework` command."""
+
+from spadework.cli import app
+
+app()

@@ -1,0 +1,29 @@
+"""Helpers for tests that talk to the real servers."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from toolworlds.serving import launched as served
+
+SPADEWORK = [sys.executable, "-m", "spadework"]
+__all__ = ["SPADEWORK", "OpenAPIContract", "served"]
+
+
+class OpenAPIContract:
+    """Checks a response body against the schema an OpenAPI document gives for it."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.document = document
+
+    def check(self, method: str, path: str, status: int, body: Any) -> None:
+        responses = self.document["paths"][path][method.lower()]["responses"]
+        assert str(status) in responses, f"{method} {path} answered {status}, which openapi.json does not list"
+        content = responses[str(status)].get("content")
+        if content is None:
+            return
+        schema = content["application/json"]["schema"]
+        Draft202012Validator({"components": self.document["components"], **schema}).validate(body)

@@ -1,0 +1,62 @@
+"""The `spadework toolworld` commands as a user types them."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from spadework.cli import app
+
+runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
+
+
+def test_list_names_every_world() -> None:
+    result = runner.invoke(app, ["toolworld", "list"])
+    assert result.exit_code == 0
+    for name in ("banking", "ticketing", "orders"):
+        assert name in result.output
+
+
+def test_show_lists_tools_with_their_arguments() -> None:
+    result = runner.invoke(app, ["toolworld", "show", "banking"])
+    assert result.exit_code == 0
+    assert "transfer" in result.output and "from_account_id" in result.output
+    listed = json.loads(runner.invoke(app, ["toolworld", "show", "banking", "--json"]).output)
+    assert {"transfer", "release_hold"} <= {entry["function"]["name"] for entry in listed}
+
+
+def test_play_prints_a_transcript_with_the_final_score() -> None:
+    result = runner.invoke(app, ["toolworld", "play", "orders", "--seed", "3", "--show-hint"])
+    assert result.exit_code == 0, result.output
+    assert "score 1.000" in result.output and "hint:" in result.output
+    random = runner.invoke(app, ["toolworld", "play", "ticketing", "--seed", "3", "--policy", "random"])
+    assert random.exit_code == 0 and "score " in random.output
+
+
+def test_play_as_json_is_the_whole_transcript() -> None:
+    result = runner.invoke(app, ["toolworld", "play", "banking", "--seed", "8", "--json"])
+    transcript = json.loads(result.output)
+    assert transcript["score"] == 1.0 and transcript["task"]["seed"] == 8
+    assert transcript["turns"][-1]["result"]["terminated"] is True
+
+
+def test_a_world_from_a_file_plays_without_packaging() -> None:
+    result = runner.invoke(app, ["toolworld", "play", "tests/worlds/library.py:LibraryWorld", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "score 1.000" in result.output
+
+
+def test_an_unknown_world_is_one_clear_error() -> None:
+    result = runner.invoke(app, ["toolworld", "show", "casino"])
+    assert result.exit_code == 2
+    assert "no toolworld named 'casino'" in result.output
+
+
+def test_eval_compares_policies_in_one_table() -> None:
+    result = runner.invoke(app, ["toolworld", "eval", "banking", "--seeds", "10"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if "banking" in line]
+    assert len(rows) == 2
+    assert "oracle" in rows[0] and "1.000" in rows[0] and "100%" in rows[0]
+    assert "random" in rows[1]

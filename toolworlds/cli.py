@@ -1,0 +1,182 @@
+"""`spadework toolworld ...`: list, inspect, play, evaluate, export and serve toolworlds."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.progress import Progress
+from rich.table import Table
+
+from toolworlds.core import Finish, ToolWorld
+from toolworlds.export import export_world
+from toolworlds.play import Transcript, play
+from toolworlds.policies import make_policy
+from toolworlds.registry import UnknownWorldError, available_worlds, load_world
+
+toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
+console = Console()
+
+
+class PolicyName(StrEnum):
+    oracle = "oracle"
+    random = "random"
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+WorldName = Annotated[str, typer.Argument(help="A world name, module:Class, or path/to/file.py:Class.")]
+
+
+def _world(name: str) -> type[ToolWorld[Any]]:
+    try:
+        return load_world(name)
+    except UnknownWorldError as error:
+        raise typer.BadParameter(str(error), param_hint="NAME") from None
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@toolworld_app.command("list")
+def list_worlds() -> None:
+    """The toolworlds spadework knows: built-in and installed plugins."""
+    table = Table("name", "tools", "max steps", "description", title="toolworlds")
+    for name, world in sorted(available_worlds().items()):
+        summary = (world.__doc__ or "").strip().split("\n", 1)[0]
+        table.add_row(name, str(len(world.tools())), str(world.max_steps), summary)
+    console.print(table)
+
+
+@toolworld_app.command()
+def show(
+    name: WorldName,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the OpenAI tool list as JSON instead.")] = False,
+) -> None:
+    """A world's tools with their argument schemas."""
+    world = _world(name)
+    if as_json:
+        typer.echo(json.dumps(world.openai_tools(), indent=2))
+        return
+    title = f"{world.name}: {len(world.tools())} tools"
+    table = Table("tool", "arguments", "description", title=title, show_lines=True)
+    for spec in world.tools():
+        schema = spec.input_schema
+        required = set(schema.get("required", []))
+        arguments = "\n".join(
+            f"{arg}{'' if arg in required else '?'}: {_short(prop, 80)}" for arg, prop in schema["properties"].items()
+        )
+        table.add_row(spec.name, arguments or "-", spec.description.split("\n", 1)[0])
+    console.print(table)
+
+
+@toolworld_app.command("play")
+def play_command(
+    name: WorldName,
+    seed: Annotated[int, typer.Option(help="Which task.")] = 0,
+    policy: Annotated[PolicyName, typer.Option(help="oracle replays the reference solution.")] = PolicyName.oracle,
+    show_hint: Annotated[bool, typer.Option(help="Also print the privileged hint.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the transcript as JSON.")] = False,
+) -> None:
+    """Play one episode and print the transcript with the final score."""
+    world = _world(name)()
+    transcript = play(world, seed, make_policy(policy.value, seed))
+    if as_json:
+        typer.echo(transcript.model_dump_json(indent=2))
+        return
+    _print_transcript(transcript, show_hint)
+
+
+def _print_transcript(transcript: Transcript, show_hint: bool) -> None:
+    task = transcript.task
+    body = task.instruction + (f"\n\n[dim]hint: {task.hint}[/dim]" if show_hint else "")
+    console.print(Panel(body, title=f"{task.world} · seed {task.seed} · {task.variant}", expand=False))
+    for number, turn in enumerate(transcript.turns, 1):
+        action = turn.action
+        if isinstance(action, Finish):
+            console.print(f"[bold]{number:>2}. finish[/bold] answer={action.answer!r}")
+        else:
+            console.print(f"[bold]{number:>2}. {action.name}[/bold]({_short(action.arguments, 120)})")
+        colour = "red" if "error" in turn.result.info else "green"
+        console.print(f"    [{colour}]→ {_short(turn.result.observation)}[/{colour}]")
+    last = transcript.turns[-1].result
+    ending = "terminated" if last.terminated else "truncated at the step limit"
+    console.print(f"[bold]score {transcript.score:.3f}[/bold] ({ending}; {last.info.get('scorecard', '')})")
+
+
+@toolworld_app.command("eval")
+def evaluate(
+    names: Annotated[list[str] | None, typer.Argument(help="Worlds to evaluate (default: all).")] = None,
+    seeds: Annotated[int, typer.Option(min=1, help="Play seeds 0..SEEDS-1.")] = 200,
+    policies: Annotated[list[PolicyName] | None, typer.Option("--policy", help="Policies to compare.")] = None,
+) -> None:
+    """Score scripted policies over many seeds and compare them in one table."""
+    worlds = [_world(name) for name in names] if names else list(available_worlds().values())
+    policies = policies or [PolicyName.oracle, PolicyName.random]
+    table = Table("world", "policy", "episodes", "mean score", "solved", "median tool calls", "variants")
+    with Progress(console=console, transient=True) as progress:
+        job = progress.add_task("playing", total=len(worlds) * len(policies) * seeds)
+        for world_class in worlds:
+            for policy in policies:
+                transcripts = []
+                for seed in range(seeds):
+                    transcripts.append(play(world_class(), seed, make_policy(policy.value, seed)))
+                    progress.advance(job)
+                scores = [t.score for t in transcripts]
+                table.add_row(
+                    world_class.name,
+                    policy.value,
+                    str(seeds),
+                    f"{statistics.mean(scores):.3f}",
+                    f"{sum(s >= 1.0 for s in scores) / seeds:.0%}",
+                    f"{statistics.median(t.tool_calls for t in transcripts):g}",
+                    str(len({t.task.variant for t in transcripts})),
+                )
+    console.print(table)
+
+
+@toolworld_app.command()
+def export(
+    name: WorldName,
+    out: Annotated[Path, typer.Option(help="Directory to write into (created if missing).")],
+) -> None:
+    """Write tools.json, schemas/<tool>.{input,output}.json and openapi.json for a world."""
+    written = export_world(_world(name), out)
+    console.print(f"wrote {len(written)} files under {out}")
+
+
+@toolworld_app.command()
+def serve(
+    name: WorldName,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one (printed on start).")] = 8700,
+    mcp: Annotated[bool, typer.Option("--mcp", help="Serve as an MCP server instead of the session API.")] = False,
+    transport: Annotated[Transport, typer.Option(help="MCP transport: stdio or streamable http.")] = Transport.http,
+    capacity: Annotated[int, typer.Option(min=1, help="Most sessions held at once (HTTP session API).")] = 10_000,
+) -> None:
+    """Serve a world: the HTTP session API that openapi.json describes, or MCP (stdio / streamable HTTP)."""
+    from toolworlds.serving import serve_asgi, serve_mcp_stdio
+
+    world = _world(name)
+    if mcp and transport is Transport.stdio:
+        serve_mcp_stdio(world)
+        return
+    if mcp:
+        from toolworlds.mcp_server import mcp_http_app
+
+        serve_asgi(mcp_http_app(world), host, port, f"{world.name} MCP (streamable HTTP) at /mcp")
+    else:
+        from toolworlds.http import create_app
+
+        serve_asgi(create_app(world, capacity), host, port, f"{world.name} session API")

@@ -1,0 +1,203 @@
+"""A toolworld as a standalone API: OpenAI tool list, JSON Schemas of every input and output, OpenAPI 3.1.
+
+Nothing here is written by hand per world: every schema comes from the tools' signatures and return
+types, and the OpenAPI document describes the session API that `toolworlds.http` serves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from toolworlds.core import ACTION_ADAPTER, ErrorObservation, StepResult, ToolWorld
+from toolworlds.sessions import PublicTask, ScoreReport
+from toolworlds.tool import JSON_SCHEMA_DIALECT, QuietSchema, ToolSpec
+
+OPENAPI_REF = "#/components/schemas/{model}"
+LOCAL_REF = "#/$defs/{model}"
+
+
+class CreateSession(BaseModel):
+    seed: int = Field(description="Which task: the same seed always gives the same task.")
+    include_hint: bool = Field(default=False, description="Return the privileged hint with the task.")
+
+
+class SessionCreated(BaseModel):
+    session_id: str
+    task: PublicTask
+
+
+class SessionView(BaseModel):
+    session_id: str
+    task: PublicTask
+    steps: int
+    done: bool
+
+
+class FinishRequest(BaseModel):
+    answer: str | None = Field(default=None, description="The answer, when the task asks a question.")
+
+
+class Health(BaseModel):
+    status: str
+    world: str
+    sessions: int
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": OPENAPI_REF.format(model=name)}
+
+
+def _schema(source: type[BaseModel] | TypeAdapter[Any], ref_template: str) -> dict[str, Any]:
+    adapter = source if isinstance(source, TypeAdapter) else TypeAdapter(source)
+    return adapter.json_schema(ref_template=ref_template, schema_generator=QuietSchema)
+
+
+def _hoist(schema: dict[str, Any], into: dict[str, Any]) -> dict[str, Any]:
+    """Move `schema`'s `$defs` into the shared `into`, refusing two different schemas with one name."""
+    for name, definition in schema.pop("$defs", {}).items():
+        if into.setdefault(name, definition) != definition:
+            raise ValueError(f"two different schemas are both named {name!r}; rename one model")
+    return schema
+
+
+def tool_output_schema(spec: ToolSpec, ref_template: str = LOCAL_REF, defs: dict[str, Any] | None = None) -> Any:
+    """What a call of `spec` can observe: its result, or the error observation every tool may give."""
+    shared = {} if defs is None else defs
+    result = _hoist(spec.output_schema_with_refs(ref_template), shared)
+    error = _hoist(_schema(ErrorObservation, ref_template), shared)
+    shared.setdefault("ErrorObservation", error)
+    schema: dict[str, Any] = {"anyOf": [result, {"$ref": ref_template.format(model="ErrorObservation")}]}
+    if defs is None:
+        schema["$defs"] = shared
+    return schema
+
+
+def standalone_schemas(world: type[ToolWorld[Any]]) -> dict[str, dict[str, Any]]:
+    """`<tool>.input.json` and `<tool>.output.json` for every tool: self-contained draft 2020-12 documents."""
+    files: dict[str, dict[str, Any]] = {}
+    for spec in world.tools():
+        for kind, schema in (("input", spec.input_schema), ("output", tool_output_schema(spec))):
+            files[f"{spec.name}.{kind}.json"] = {
+                "$schema": JSON_SCHEMA_DIALECT,
+                "$id": f"urn:spadework:{world.name}:{spec.name}:{kind}",
+                "title": f"{world.name}.{spec.name} {kind}",
+                **schema,
+            }
+    return files
+
+
+def openapi_document(world: type[ToolWorld[Any]]) -> dict[str, Any]:
+    """OpenAPI 3.1 for the session API: create a session for a seed, call tools, finish, read the score."""
+    components: dict[str, Any] = {}
+
+    def ref(source: type[BaseModel] | TypeAdapter[Any], name: str) -> dict[str, str]:
+        components.setdefault(name, _hoist(_schema(source, OPENAPI_REF), components))
+        return _ref(name)
+
+    error = ref(ErrorObservation, "ErrorObservation")
+    step = ref(StepResult, "StepResult")
+
+    def respond(status: int, description: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+        body: dict[str, Any] = {"description": description}
+        if schema is not None:
+            body["content"] = {"application/json": {"schema": schema}}
+        return {str(status): body}
+
+    def errors(*statuses: int) -> dict[str, Any]:
+        reasons = {
+            400: "The body is not JSON.",
+            404: "No such session.",
+            409: "The episode has ended.",
+            422: "The body does not match the schema; `fields` names each problem.",
+            503: "Too many live sessions.",
+        }
+        return {k: v for status in statuses for k, v in respond(status, reasons[status], error).items()}
+
+    def body(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+    session_param = [{"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}]
+    paths: dict[str, Any] = {
+        "/health": {"get": {"operationId": "health", "summary": "Liveness.", "responses": {
+            **respond(200, "Alive.", ref(Health, "Health"))}}},
+        "/tools": {"get": {"operationId": "list_tools", "summary": "The tools as an OpenAI function list.",
+                           "responses": respond(200, "Tools.", {"type": "array", "items": {"type": "object"}})}},
+        "/sessions": {"post": {
+            "operationId": "create_session", "summary": "Start an episode for a seed; returns the task.",
+            "requestBody": body(ref(CreateSession, "CreateSession")),
+            "responses": {**respond(201, "Created.", ref(SessionCreated, "SessionCreated")), **errors(400, 422, 503)},
+        }},
+        "/sessions/{session_id}": {
+            "parameters": session_param,
+            "get": {"operationId": "get_session", "summary": "The session's task and progress.",
+                    "responses": {**respond(200, "The session.", ref(SessionView, "SessionView")), **errors(404)}},
+            "delete": {"operationId": "delete_session", "summary": "Forget the session.",
+                       "responses": {**respond(204, "Deleted.", None), **errors(404)}},
+        },
+        "/sessions/{session_id}/step": {"parameters": session_param, "post": {
+            "operationId": "step", "summary": "Gym-style step with any action; bad tool calls come back as error "
+            "observations, exactly as an in-process agent sees them.",
+            "requestBody": body(ref(ACTION_ADAPTER, "Action")),
+            "responses": {**respond(200, "The step.", step), **errors(400, 404, 409, 422)},
+        }},
+        "/sessions/{session_id}/finish": {"parameters": session_param, "post": {
+            "operationId": "finish", "summary": "End the episode (with the answer, if the task asked a question).",
+            "requestBody": body(ref(FinishRequest, "FinishRequest")),
+            "responses": {**respond(200, "The final step; `reward` is the score.", step), **errors(400, 404, 409, 422)},
+        }},
+        "/sessions/{session_id}/score": {"parameters": session_param, "get": {
+            "operationId": "get_score", "summary": "The score of the state as it is now.",
+            "responses": {**respond(200, "The score.", ref(ScoreReport, "ScoreReport")), **errors(404)},
+        }},
+    }  # fmt: skip
+    for spec in world.tools():
+        arguments = f"{spec.name}_arguments"
+        components[arguments] = _hoist(spec.input_schema_with_refs(OPENAPI_REF), components)
+        step_schema = _hoist(_schema(StepResult, OPENAPI_REF), components)
+        step_schema["properties"]["observation"] = tool_output_schema(spec, OPENAPI_REF, components)
+        step_schema["title"] = f"{spec.name}_step"
+        components[f"{spec.name}_step"] = step_schema
+        paths[f"/sessions/{{session_id}}/tools/{spec.name}"] = {
+            "parameters": session_param,
+            "post": {
+                "operationId": f"tool_{spec.name}",
+                "summary": spec.description.split("\n", 1)[0],
+                "description": spec.description,
+                "tags": ["tools"],
+                "requestBody": body(_ref(arguments)),
+                "responses": {
+                    **respond(200, "The step: the tool's result or its refusal.", _ref(f"{spec.name}_step")),
+                    **errors(400, 404, 409, 422),
+                },
+            },
+        }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": f"spadework toolworld: {world.name}",
+            "version": "1",
+            "description": (world.description or world.__doc__ or "").strip(),
+        },
+        "paths": paths,
+        "components": {"schemas": components},
+    }
+
+
+def export_world(world: type[ToolWorld[Any]], out: Path) -> list[Path]:
+    """Write `tools.json`, `schemas/*.json` and `openapi.json` under `out`; return the paths written."""
+    documents: dict[str, Any] = {
+        "tools.json": world.openai_tools(),
+        "openapi.json": openapi_document(world),
+        **{f"schemas/{name}": schema for name, schema in standalone_schemas(world).items()},
+    }
+    written = []
+    for relative, document in documents.items():
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n")
+        written.append(path)
+    return written

@@ -1,0 +1,148 @@
+"""The session API of one toolworld over HTTP (ASGI, Starlette): the API `openapi.json` describes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from toolworlds.core import ACTION_ADAPTER, Finish, ToolWorld, error_observation
+from toolworlds.export import CreateSession, FinishRequest, Health, SessionCreated, SessionView, openapi_document
+from toolworlds.sessions import SessionError, SessionStore
+from toolworlds.tool import ArgumentProblem, problems_in
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _error(status: int, code: str, message: str, fields: list[ArgumentProblem] | None = None) -> JSONResponse:
+    return JSONResponse(error_observation(code, message, fields), status_code=status)
+
+
+def _ok(model: BaseModel, status: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json"), status_code=status)
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body counts as `{}`."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as error:
+        raise SessionError(400, "invalid_json", f"the body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise SessionError(422, "invalid_request", f"the body must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _parse(model: type[M], data: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        problems = problems_in(error)
+        listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
+        raise _Invalid(f"invalid body: {listed}", problems) from None
+
+
+class _Invalid(Exception):
+    def __init__(self, message: str, fields: list[ArgumentProblem]) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
+def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette:
+    """An ASGI app serving sessions of `world`; each session is an independent episode."""
+    store = SessionStore(world, capacity)
+    document = openapi_document(world)
+    tools = world.openai_tools()
+
+    async def health(request: Request) -> Response:
+        return _ok(Health(status="ok", world=world.name, sessions=len(store)))
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(document)
+
+    async def list_tools(request: Request) -> Response:
+        return JSONResponse(tools)
+
+    async def create_session(request: Request) -> Response:
+        wanted = _parse(CreateSession, await _json_object(request))
+        session_id, task = store.create(wanted.seed, wanted.include_hint)
+        return _ok(SessionCreated(session_id=session_id, task=task), status=201)
+
+    async def session(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        found = store.get(session_id)
+        if request.method == "DELETE":
+            store.delete(session_id)
+            return Response(status_code=204)
+        view = SessionView(
+            session_id=session_id, task=found.public_task, steps=found.world.steps_taken, done=found.world.done
+        )
+        return _ok(view)
+
+    async def call_tool(request: Request) -> Response:
+        session_id, name = request.path_params["session_id"], request.path_params["tool"]
+        store.get(session_id)
+        spec = world.tool_specs.get(name)
+        if spec is None:
+            raise SessionError(404, "unknown_tool", f"{world.name} has no tool {name!r}; GET /tools lists them")
+        arguments = await _json_object(request)
+        parsed, problems = spec.validate(arguments)
+        if parsed is None:
+            listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
+            raise _Invalid(f"invalid arguments for {name}: {listed}", problems)
+        return _ok(store.call_tool(session_id, name, arguments))
+
+    async def step(request: Request) -> Response:
+        data = await _json_object(request)
+        try:
+            action = ACTION_ADAPTER.validate_python(data)
+        except ValidationError as error:
+            raise _Invalid(
+                "invalid action: " + str(error.errors(include_url=False)[0]["msg"]), problems_in(error)
+            ) from None
+        return _ok(store.step(request.path_params["session_id"], action))
+
+    async def finish(request: Request) -> Response:
+        session_id = request.path_params["session_id"]
+        store.get(session_id)
+        wanted = _parse(FinishRequest, await _json_object(request))
+        return _ok(store.step(session_id, Finish(answer=wanted.answer)))
+
+    async def score(request: Request) -> Response:
+        return _ok(store.score(request.path_params["session_id"]))
+
+    async def on_session_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, SessionError)
+        return _error(error.status, error.code, error.message)
+
+    async def on_invalid(request: Request, error: Exception) -> Response:
+        assert isinstance(error, _Invalid)
+        return _error(422, "invalid_request", str(error), error.fields)
+
+    async def on_http_error(request: Request, error: Exception) -> Response:
+        status = getattr(error, "status_code", 500)
+        detail = getattr(error, "detail", "error")
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+        return _error(status, code, f"{detail}: {request.method} {request.url.path}")
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/tools", list_tools, methods=["GET"]),
+        Route("/sessions", create_session, methods=["POST"]),
+        Route("/sessions/{session_id}", session, methods=["GET", "DELETE"]),
+        Route("/sessions/{session_id}/tools/{tool}", call_tool, methods=["POST"]),
+        Route("/sessions/{session_id}/step", step, methods=["POST"]),
+        Route("/sessions/{session_id}/finish", finish, methods=["POST"]),
+        Route("/sessions/{session_id}/score", score, methods=["GET"]),
+    ]
+    handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error}
+    return Starlette(routes=routes, exception_handlers=handlers)

@@ -1,0 +1,113 @@
+"""Scripted policies: the oracle (the world's reference plan) and a random baseline.
+
+They give every world two fixed points without a model: the oracle must score 1.0, and the random
+policy shows what blind button-pressing earns. The random policy is a strong baseline on purpose: it
+fills arguments with ids and numbers it has actually seen, so a world whose scorer it can fool is caught.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any, Protocol
+
+from pydantic import JsonValue
+
+from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
+
+
+class Policy(Protocol):
+    """Chooses the next action from what the agent has seen."""
+
+    def start(self, world: ToolWorld[Any], task: Task) -> None: ...
+
+    def act(self, last: StepResult | None) -> ToolCall | Finish: ...
+
+
+class OraclePolicy:
+    """Replays `world.solution()`, then finishes."""
+
+    def start(self, world: ToolWorld[Any], task: Task) -> None:
+        self._plan = iter(world.solution())
+
+    def act(self, last: StepResult | None) -> ToolCall | Finish:
+        return next(self._plan, Finish())
+
+
+_TOKEN = re.compile(r"[A-Z]+-\d+|\$?\d[\d,]*\.?\d*|[A-Za-z][\w ]{2,20}")
+
+
+class RandomPolicy:
+    """Calls random tools with schema-shaped arguments drawn from values seen so far."""
+
+    def __init__(self, seed: int, finish_probability: float = 0.05) -> None:
+        self._rng = random.Random(seed)
+        self._finish_probability = finish_probability
+
+    def start(self, world: ToolWorld[Any], task: Task) -> None:
+        self._tools = world.tools()
+        self._strings: list[str] = [m.strip("$") for m in _TOKEN.findall(task.instruction)]
+        self._numbers: list[float] = []
+
+    def act(self, last: StepResult | None) -> ToolCall | Finish:
+        if last is not None:
+            self._harvest(last.observation)
+        if self._rng.random() < self._finish_probability:
+            return Finish(answer=self._string())
+        spec = self._rng.choice(self._tools)
+        schema = spec.input_schema
+        arguments: dict[str, JsonValue] = {}
+        for name, prop in schema.get("properties", {}).items():
+            if name in schema.get("required", []) or self._rng.random() < 0.3:
+                arguments[name] = self._value(prop, schema.get("$defs", {}))
+        return ToolCall(name=spec.name, arguments=arguments)
+
+    def _value(self, prop: dict[str, Any], defs: dict[str, Any]) -> JsonValue:
+        if "$ref" in prop:
+            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if "enum" in prop:
+            return self._rng.choice(prop["enum"])  # type: ignore[no-any-return]
+        if "anyOf" in prop:
+            return self._value(self._rng.choice(prop["anyOf"]), defs)
+        kind = prop.get("type")
+        if kind == "integer":
+            return int(self._number())
+        if kind == "number":
+            return self._number()
+        if kind == "boolean":
+            return self._rng.random() < 0.5
+        if kind == "array":
+            return [self._value(prop.get("items", {}), defs) for _ in range(self._rng.randint(0, 2))]
+        if kind == "null":
+            return None
+        return self._string()
+
+    def _string(self) -> str:
+        return self._rng.choice(self._strings) if self._strings else "x"
+
+    def _number(self) -> float:
+        if self._numbers and self._rng.random() < 0.7:
+            return self._rng.choice(self._numbers)
+        return round(self._rng.uniform(1, 500), 2)
+
+    def _harvest(self, value: JsonValue) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                self._harvest(item)
+        elif isinstance(value, list):
+            for item in value:
+                self._harvest(item)
+        elif isinstance(value, bool) or value is None:
+            return
+        elif isinstance(value, int | float):
+            self._numbers.append(float(value))
+        elif isinstance(value, str) and len(value) <= 40:
+            self._strings.append(value)
+
+
+def make_policy(name: str, seed: int) -> Policy:
+    if name == "oracle":
+        return OraclePolicy()
+    if name == "random":
+        return RandomPolicy(seed)
+    raise ValueError(f"unknown policy {name!r}; choose oracle or random")

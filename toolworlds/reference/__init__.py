@@ -1,0 +1,1 @@
+"""The reference toolworlds: banking, ticketing and orders."""

@@ -1,0 +1,69 @@
+"""Find a toolworld class by name: built-ins, installed plugins, or `path/to/file.py:Class`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from toolworlds.core import ToolWorld
+
+WorldClass = type[ToolWorld[Any]]
+PLUGIN_GROUP = "spadework.toolworlds"
+
+
+class UnknownWorldError(LookupError):
+    pass
+
+
+def builtin_worlds() -> dict[str, WorldClass]:
+    from toolworlds.reference.banking import BankingWorld
+    from toolworlds.reference.orders import OrdersWorld
+    from toolworlds.reference.ticketing import TicketingWorld
+
+    return {world.name: world for world in (BankingWorld, TicketingWorld, OrdersWorld)}
+
+
+def available_worlds() -> dict[str, WorldClass]:
+    """Built-in worlds plus those other packages register under the `spadework.toolworlds` entry point."""
+    worlds = builtin_worlds()
+    for entry in entry_points(group=PLUGIN_GROUP):
+        worlds.setdefault(entry.name, _check(entry.load(), f"entry point {entry.name!r}"))
+    return worlds
+
+
+def load_world(spec: str) -> WorldClass:
+    """A registered name, `package.module:Class`, or `path/to/file.py:Class` for a world of your own."""
+    worlds = available_worlds()
+    if spec in worlds:
+        return worlds[spec]
+    if ":" not in spec:
+        known = ", ".join(sorted(worlds))
+        raise UnknownWorldError(f"no toolworld named {spec!r}; known: {known} (or give module:Class)")
+    location, _, attribute = spec.rpartition(":")
+    module = _import_file(Path(location)) if location.endswith(".py") else importlib.import_module(location)
+    if not hasattr(module, attribute):
+        raise UnknownWorldError(f"{location} has no attribute {attribute!r}")
+    return _check(getattr(module, attribute), spec)
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise UnknownWorldError(f"no such file: {path}")
+    name = f"spadework_user_world_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UnknownWorldError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _check(candidate: object, where: str) -> WorldClass:
+    if not (isinstance(candidate, type) and issubclass(candidate, ToolWorld)):
+        raise UnknownWorldError(f"{where} is not a ToolWorld subclass")
+    return candidate

@@ -1,0 +1,149 @@
+"""The `@tool` decorator: a method's signature and docstring become its JSON Schema.
+
+A tool is written once, as a plain method with type hints and a Google-style docstring. Everything else
+(the argument validator, the input and output JSON Schemas, the OpenAI function entry) is derived from it,
+so the schema an agent sees can never drift from the code that runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.json_schema import GenerateJsonSchema
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_TOOL_MARK = "__spadework_tool__"
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+class QuietSchema(GenerateJsonSchema):
+    """Pydantic's generator without per-field titles: they repeat the property name and cost tokens."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+class ArgumentProblem(BaseModel):
+    """One thing wrong with one argument, named so an agent can fix it."""
+
+    field: str
+    problem: str
+
+
+def tool(method: F) -> F:
+    """Mark a method of a `ToolWorld` as a tool the agent may call."""
+    setattr(method, _TOOL_MARK, True)
+    return method
+
+
+def is_tool(obj: object) -> bool:
+    return callable(obj) and getattr(obj, _TOOL_MARK, False) is True
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Everything known about one tool, derived from its method."""
+
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    returns: TypeAdapter[Any]
+    method_name: str
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_schema_with_refs("#/$defs/{model}")
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        return self.output_schema_with_refs("#/$defs/{model}")
+
+    def input_schema_with_refs(self, ref_template: str) -> dict[str, Any]:
+        """The input schema, with `$ref`s built from `ref_template` (OpenAPI wants its own)."""
+        schema = self.arguments.model_json_schema(ref_template=ref_template, schema_generator=QuietSchema)
+        schema.pop("title", None)
+        return schema
+
+    def output_schema_with_refs(self, ref_template: str) -> dict[str, Any]:
+        return self.returns.json_schema(ref_template=ref_template, schema_generator=QuietSchema)
+
+    def openai_function(self) -> dict[str, Any]:
+        """The entry for an OpenAI-style `tools` list."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+    def validate(self, arguments: object) -> tuple[BaseModel | None, list[ArgumentProblem]]:
+        """Parse arguments; on failure return the problems, one per named field."""
+        if not isinstance(arguments, dict):
+            kind = type(arguments).__name__
+            return None, [ArgumentProblem(field="(arguments)", problem=f"must be a JSON object, got {kind}")]
+        try:
+            return self.arguments.model_validate(arguments), []
+        except ValidationError as error:
+            return None, problems_in(error)
+
+    def dump_result(self, value: object) -> Any:
+        """The JSON form of a tool's return value, as its output schema describes it."""
+        return self.returns.dump_python(value, mode="json")
+
+
+def problems_in(error: ValidationError) -> list[ArgumentProblem]:
+    """One named problem per failed field of a pydantic validation error."""
+    return [_describe(e) for e in error.errors(include_url=False)]
+
+
+def _describe(error: Any) -> ArgumentProblem:
+    field = ".".join(str(part) for part in error["loc"]) or "(arguments)"
+    kind = error["type"]
+    if kind == "missing":
+        problem = "required argument is missing"
+    elif kind == "extra_forbidden":
+        problem = "unknown argument"
+    else:
+        problem = f"{error['msg']} (got {error['input']!r})"
+    return ArgumentProblem(field=field, problem=problem)
+
+
+def build_spec(method: Callable[..., Any]) -> ToolSpec:
+    """Derive a `ToolSpec` from a method; raise `TypeError` naming what is missing."""
+    name = method.__name__
+    where = f"tool {method.__qualname__}"
+    doc = docstring_parser.parse(inspect.getdoc(method) or "")
+    if not doc.short_description:
+        raise TypeError(f"{where}: needs a docstring; its first line is the description the agent reads")
+    described = {param.arg_name: (param.description or "").strip() for param in doc.params}
+    hints = typing.get_type_hints(method, include_extras=True)
+    if "return" not in hints:
+        raise TypeError(f"{where}: needs a return annotation; it becomes the output schema")
+
+    fields: dict[str, Any] = {}
+    for param in list(inspect.signature(method).parameters.values())[1:]:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"{where}: *args/**kwargs cannot be described by a schema")
+        if param.name not in hints:
+            raise TypeError(f"{where}: argument '{param.name}' needs a type annotation")
+        if not described.get(param.name):
+            raise TypeError(f"{where}: argument '{param.name}' needs a line under 'Args:' in the docstring")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (hints[param.name], Field(default, description=described[param.name]))
+
+    description = doc.short_description
+    if doc.long_description:
+        description = f"{description}\n\n{doc.long_description}"
+    arguments = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    return ToolSpec(
+        name=name,
+        description=description,
+        arguments=arguments,
+        returns=TypeAdapter(hints["return"]),
+        method_name=method.__name__,
+    )
