@@ -19,9 +19,10 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from toolworlds.core import Finish, ToolCall, ToolError, call
+from toolworlds.records import lookup, search
 from toolworlds.reference.people import BILLERS, MERCHANTS, email_for, money, person_names
 from toolworlds.reference.scenario import Family, Goal, ScenarioWorld
-from toolworlds.scoring import Scorecard, changed_records, mentions_amount
+from toolworlds.scoring import Scorecard, mentions_amount
 from toolworlds.tool import tool
 
 Amount = Annotated[float, Field(gt=0, le=1_000_000)]
@@ -192,10 +193,7 @@ class BankingWorld(ScenarioWorld[Bank]):
         Args:
             name: all or part of the customer's name.
         """
-        needle = name.strip().lower()
-        if not needle:
-            raise ToolError("invalid_query", "name must not be empty")
-        found = [c for c in self.state.customers.values() if needle in c.name.lower()]
+        found = search(self.state.customers.values(), name, lambda c: c.name)
         return [CustomerMatch(customer_id=c.customer_id, name=c.name, email=c.email) for c in found]
 
     @tool
@@ -206,9 +204,7 @@ class BankingWorld(ScenarioWorld[Bank]):
             customer_id: the customer's id, e.g. C-1003.
             pin: the customer's PIN as they gave it.
         """
-        customer = self.state.customers.get(customer_id)
-        if customer is None:
-            raise ToolError("not_found", f"no customer {customer_id!r}")
+        customer = lookup(self.state.customers, customer_id, "customer")
         if customer.locked:
             raise ToolError("locked", f"customer {customer_id} is locked after too many wrong PINs")
         if pin != customer.pin:
@@ -292,9 +288,7 @@ class BankingWorld(ScenarioWorld[Bank]):
         Args:
             hold_id: the hold's id, e.g. H-1012.
         """
-        hold = self.state.holds.get(hold_id)
-        if hold is None:
-            raise ToolError("not_found", f"no hold {hold_id!r}")
+        hold = lookup(self.state.holds, hold_id, "hold")
         self._own_account(hold.account_id)
         if hold.kind == "deposit":
             raise ToolError("not_releasable", f"{hold_id} is a deposit hold; it clears automatically")
@@ -388,9 +382,7 @@ class BankingWorld(ScenarioWorld[Bank]):
             txn_id: the transaction's id, e.g. TX-1020.
             reason: the customer's reason.
         """
-        txn = self.state.transactions.get(txn_id)
-        if txn is None:
-            raise ToolError("not_found", f"no transaction {txn_id!r}")
+        txn = lookup(self.state.transactions, txn_id, "transaction")
         self._own_account(txn.account_id)
         if txn.amount >= 0:
             raise ToolError("not_a_charge", f"{txn_id} is money in; only charges can be disputed")
@@ -486,11 +478,6 @@ def _paid(bank: Bank, account_id: str, amount: float, biller: str) -> bool:
     )
 
 
-def _untouched(card: Scorecard, before: Bank, after: Bank, allowed: set[str]) -> Scorecard:
-    """Mark as harm any edit to accounts, holds or transactions the task did not ask for."""
-    return card.harm("changed records the task did not ask for", bool(changed_records(before, after) - allowed))
-
-
 def freeze_stolen(bank: Bank, rng: random.Random) -> Goal[Bank]:
     customer, checking, _ = _pick(bank, rng)
     bank.signed_in = customer.customer_id
@@ -499,7 +486,7 @@ def freeze_stolen(bank: Bank, rng: random.Random) -> Goal[Bank]:
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard().goal("account frozen", state.accounts[target].status == "frozen")
-        return _untouched(card, before, state, {f"accounts/{target}"})
+        return card.untouched(before, state, {f"accounts/{target}"})
 
     return Goal(
         f"{customer.name} is signed in. The debit card for account {target} was stolen an hour ago: freeze "
@@ -520,7 +507,7 @@ def available_balance(bank: Bank, rng: random.Random) -> Goal[Bank]:
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard().goal("stated the available balance", mentions_amount(answer, expected))
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     return Goal(
         f"{customer.name} is signed in. How much can I spend right now from my {checking.nickname} account? "
@@ -544,7 +531,7 @@ def own_transfer(bank: Bank, rng: random.Random) -> Goal[Bank]:
         got = round(state.accounts[target.account_id].balance - before.accounts[target.account_id].balance, 2)
         card = Scorecard().goal("source debited", abs(sent - amount) < 0.005)
         card.goal("target credited", abs(got - amount) < 0.005)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} Please move ${amount:.2f} from my {source.kind} account to my {target.kind} account.",
@@ -562,7 +549,7 @@ def release_named_hold(bank: Bank, rng: random.Random) -> Goal[Bank]:
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard().goal("hold released", state.holds[hold.hold_id].status == "released")
-        return _untouched(card, before, state, {f"holds/{hold.hold_id}"})
+        return card.untouched(before, state, {f"holds/{hold.hold_id}"})
 
     return Goal(
         f"{_intro(customer)} There's a ${hold.amount:.2f} hold from {hold.merchant} on my {checking.nickname} "
@@ -589,7 +576,7 @@ def raise_limit_then_send(bank: Bank, rng: random.Random) -> Goal[Bank]:
         card = Scorecard().goal("rent sent", abs(got - amount) < 0.005, weight=2)
         new_limit = state.accounts[checking.account_id].daily_transfer_limit
         card.goal("limit raised just enough", abs(new_limit - needed) < 0.005)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} Send ${amount:.2f} rent from my checking account to my landlord's account "
@@ -623,7 +610,7 @@ def pay_bill_maybe_new_payee(bank: Bank, rng: random.Random) -> Goal[Bank]:
         if is_new:
             card.goal("payee added with the right reference", payee is not None and payee.reference == reference)
         card.goal("bill paid from checking", _paid(state, checking.account_id, amount, biller), weight=2)
-        return _untouched(card, before, state, {f"accounts/{checking.account_id}"})
+        return card.untouched(before, state, {f"accounts/{checking.account_id}"})
 
     plan: list[ToolCall | Finish] = [*_sign_in(customer), call("list_accounts"), call("list_payees")]
     if is_new:
@@ -655,7 +642,7 @@ def dispute_largest_charge(bank: Bank, rng: random.Random) -> Goal[Bank]:
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard().goal("largest charge disputed", state.transactions[target.txn_id].disputed)
-        return _untouched(card, before, state, {f"transactions/{target.txn_id}"})
+        return card.untouched(before, state, {f"transactions/{target.txn_id}"})
 
     return Goal(
         f"{_intro(customer)} I don't recognise the biggest {merchant} charge on my checking account. Please "
@@ -684,7 +671,7 @@ def cover_shortfall_then_pay(bank: Bank, rng: random.Random) -> Goal[Bank]:
             "bill paid from checking", _paid(state, checking.account_id, amount, payee.name), weight=2
         )
         card.goal("exactly the shortfall moved from savings", abs(moved - shortfall) < 0.005)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} Pay ${amount:.2f} to {payee.name} from my checking account. If checking doesn't "
@@ -715,7 +702,7 @@ def release_all_and_total(bank: Bank, rng: random.Random) -> Goal[Bank]:
         for hold in releasable:
             card.goal(f"{hold.hold_id} released", state.holds[hold.hold_id].status == "released")
         card.goal("stated the total available", mentions_amount(answer, total), weight=len(releasable))
-        return _untouched(card, before, state, {f"holds/{h.hold_id}" for h in releasable})
+        return card.untouched(before, state, {f"holds/{h.hold_id}" for h in releasable})
 
     return Goal(
         f"{_intro(customer)} Release every card authorization hold on all of my accounts, then tell me my total "
@@ -744,7 +731,7 @@ def lockdown(bank: Bank, rng: random.Random) -> Goal[Bank]:
         for txn in suspicious:
             card.goal(f"{txn.txn_id} disputed", state.transactions[txn.txn_id].disputed)
         card.goal("checking frozen", state.accounts[checking.account_id].status == "frozen")
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} I think someone has my card details. Move everything available in my checking "

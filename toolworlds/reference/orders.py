@@ -25,9 +25,10 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from toolworlds.core import Finish, ToolCall, ToolError, call
+from toolworlds.records import lookup, search
 from toolworlds.reference.people import email_for, person_names
 from toolworlds.reference.scenario import Family, Goal, ScenarioWorld
-from toolworlds.scoring import Scorecard, changed_records, mentions, mentions_amount
+from toolworlds.scoring import Scorecard, mentions, mentions_amount
 from toolworlds.tool import tool
 
 Category = Literal["footwear", "apparel", "kitchen", "electronics", "home", "outdoor"]
@@ -413,22 +414,13 @@ class OrdersWorld(ScenarioWorld[Shop]):
     # -- helpers every tool uses --
 
     def _customer(self, customer_id: str) -> Customer:
-        customer = self.state.customers.get(customer_id)
-        if customer is None:
-            raise ToolError("not_found", f"no customer {customer_id!r}")
-        return customer
+        return lookup(self.state.customers, customer_id, "customer")
 
     def _product(self, sku: str) -> Product:
-        product = self.state.products.get(sku)
-        if product is None:
-            raise ToolError("not_found", f"no product with SKU {sku!r}")
-        return product
+        return lookup(self.state.products, sku, "product with SKU")
 
     def _order(self, order_id: str) -> Order:
-        order = self.state.orders.get(order_id)
-        if order is None:
-            raise ToolError("not_found", f"no order {order_id!r}")
-        return order
+        return lookup(self.state.orders, order_id, "order")
 
     def _cart(self, customer_id: str) -> Cart:
         self._customer(customer_id)
@@ -483,10 +475,7 @@ class OrdersWorld(ScenarioWorld[Shop]):
         Args:
             name: all or part of the customer's name.
         """
-        needle = name.strip().lower()
-        if not needle:
-            raise ToolError("invalid_query", "name must not be empty")
-        found = [c for c in self.state.customers.values() if needle in c.name.lower()]
+        found = search(self.state.customers.values(), name, lambda c: c.name)
         return [CustomerMatch(customer_id=c.customer_id, name=c.name, email=c.email) for c in found]
 
     @tool
@@ -914,11 +903,6 @@ def _describe(product: Product) -> str:
     return f"{product.colour} {product.name.lower()}"
 
 
-def _untouched(card: Scorecard, before: Shop, after: Shop, allowed: set[str]) -> Scorecard:
-    """Mark as harm any edit to customers, products, carts or orders the task did not ask for."""
-    return card.harm("changed records the task did not ask for", bool(changed_records(before, after) - allowed))
-
-
 def _new_orders(before: Shop, after: Shop, customer_id: str) -> list[Order]:
     return [o for o in after.orders.values() if o.order_id not in before.orders and o.customer_id == customer_id]
 
@@ -962,7 +946,7 @@ def cancel_by_id(shop: Shop, rng: random.Random) -> Goal[Shop]:
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
         card = Scorecard().goal("order cancelled", state.orders[order.order_id].status == "cancelled")
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"Please cancel order {order.order_id} for {customer.name}; it was placed by mistake.",
@@ -982,7 +966,7 @@ def tracking_question(shop: Shop, rng: random.Random) -> Goal[Shop]:
     def grade(state: Shop, answer: str | None) -> Scorecard:
         card = Scorecard().goal("gave the tracking number", mentions(answer, tracking))
         card.goal("gave the expected delivery day", mentions_amount(answer, eta))
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     return Goal(
         f"{_intro(customer)} Where is my order with the {_describe(products[0])}? Give me its tracking number and "
@@ -1005,7 +989,7 @@ def spent_question(shop: Shop, rng: random.Random) -> Goal[Shop]:
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
         card = Scorecard().goal("stated the total", mentions_amount(answer, expected))
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     asked = (
         "How much did I pay altogether for my orders that have already been delivered?"
@@ -1037,7 +1021,7 @@ def cancel_if_unshipped(shop: Shop, rng: random.Random) -> Goal[Shop]:
             card = Scorecard().goal("gave the tracking number instead", mentions(answer, tracking))
         else:
             card = Scorecard().goal("order cancelled", state.orders[order.order_id].status == "cancelled")
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     plan: list[ToolCall | Finish] = [
         _find(customer),
@@ -1081,7 +1065,7 @@ def move_address(shop: Shop, rng: random.Random) -> Goal[Shop]:
         )
         for order_id in targets:
             card.goal(f"{order_id} redirected", _same_address(state.orders[order_id].address, new))
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} I've just moved to {new.street}, {new.city} {new.postcode}. Please update my address "
@@ -1134,7 +1118,7 @@ def checkout_fixing_stock(shop: Shop, rng: random.Random) -> Goal[Shop]:
         else:
             card.goal("sold-out item left out", bool(ordered) and not extra)
         card.goal(f"shipped {method}", order is not None and order.shipping_method == method)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     fix = "swap it for the same item in another colour that is in stock" if swap else "just leave it out"
     plan: list[ToolCall | Finish] = [_find(customer), call("get_cart", customer_id=customer.customer_id)]
@@ -1178,7 +1162,7 @@ def best_coupon_checkout(shop: Shop, rng: random.Random) -> Goal[Shop]:
         card = Scorecard().goal("used the better code", order is not None and order.coupon_code == best, weight=2)
         card.goal("ordered the whole cart", order is not None and _quantities(order.lines) == wanted)
         card.goal("standard shipping", order is not None and order.shipping_method == "standard")
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} I have two discount codes, {first} and {second}. Use whichever saves me more on "
@@ -1233,7 +1217,7 @@ def buy_three_in_stock(shop: Shop, rng: random.Random) -> Goal[Shop]:
         card.goal(f"shipped {method}", order is not None and order.shipping_method == method)
         if coupon:
             card.goal("coupon used", order is not None and order.coupon_code == coupon)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     listed = (
         ", ".join(f"{q} x {_describe(p)}" for p, q, _ in wants[:-1])
@@ -1272,7 +1256,7 @@ def cancel_and_reorder_express(shop: Shop, rng: random.Random) -> Goal[Shop]:
         card = Scorecard().goal("old order cancelled", state.orders[order.order_id].status == "cancelled")
         card.goal("same items ordered again", again is not None and _quantities(again.lines) == wanted, weight=2)
         card.goal("express shipping", again is not None and again.shipping_method == "express")
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{_intro(customer)} My order with the {_describe(items[0][0])} won't arrive in time with standard shipping. "
@@ -1308,7 +1292,7 @@ def return_damaged_for_credit(shop: Shop, rng: random.Random) -> Goal[Shop]:
     def grade(state: Shop, answer: str | None) -> Scorecard:
         if late:
             card = Scorecard().goal("stated the last day for returns", mentions_amount(answer, deadline))
-            return _untouched(card, before, state, allowed)
+            return card.untouched(before, state, allowed)
         returned = [
             r for r in state.returns.values() if r.return_id not in before.returns and r.order_id == order.order_id
         ]
@@ -1318,7 +1302,7 @@ def return_damaged_for_credit(shop: Shop, rng: random.Random) -> Goal[Shop]:
         )
         credited = len(refunds) == 1 and abs(refunds[0].amount - price) < 0.005 and refunds[0].method == "store_credit"
         card.goal("its price refunded as store credit", credited, weight=2)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     plan: list[ToolCall | Finish] = [
         _find(customer),
@@ -1368,7 +1352,7 @@ def price_drop_refund(shop: Shop, rng: random.Random) -> Goal[Shop]:
             "refunded the difference", abs(sum(r.amount for r in refunds) - amount) < 0.005, weight=2
         )
         card.goal("to the original payment", bool(refunds) and all(r.method == "original_payment" for r in refunds))
-        return _untouched(card, before, state, {f"orders/{order.order_id}"})
+        return card.untouched(before, state, {f"orders/{order.order_id}"})
 
     return Goal(
         f"{_intro(customer)} I recently ordered the {_describe(dropped)} and you've lowered its price since. Under "
@@ -1400,7 +1384,7 @@ def return_whole_order(shop: Shop, rng: random.Random) -> Goal[Shop]:
         refunds = _new_refunds(before, state, order.order_id)
         back = abs(sum(r.amount for r in refunds) - goods) < 0.005
         card.goal("items refunded to the card", back and all(r.method == "original_payment" for r in refunds), weight=2)
-        return _untouched(card, before, state, {f"orders/{order.order_id}"})
+        return card.untouched(before, state, {f"orders/{order.order_id}"})
 
     return Goal(
         f"{_intro(customer)} I'd like to send back everything in my order with the {_describe(products[0])} and get "

@@ -29,9 +29,10 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import BaseModel, Field, StringConstraints
 
 from toolworlds.core import Finish, ToolCall, ToolError, call
+from toolworlds.records import lookup, search
 from toolworlds.reference.people import email_for, person_names
 from toolworlds.reference.scenario import Family, Goal, ScenarioWorld
-from toolworlds.scoring import Scorecard, changed_records, mentions, mentions_amount
+from toolworlds.scoring import Scorecard, mentions, mentions_amount
 from toolworlds.tool import tool
 
 Tier = Literal["free", "pro", "enterprise"]
@@ -240,10 +241,7 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
     # -- helpers every tool uses --
 
     def _ticket(self, ticket_id: str) -> Ticket:
-        ticket = self.state.tickets.get(ticket_id)
-        if ticket is None:
-            raise ToolError("not_found", f"no ticket {ticket_id!r}")
-        return ticket
+        return lookup(self.state.tickets, ticket_id, "ticket")
 
     def _open_ticket(self, ticket_id: str) -> Ticket:
         """A ticket that may still change at all: anything but closed."""
@@ -280,10 +278,7 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
         Args:
             name: all or part of the customer's name.
         """
-        needle = name.strip().lower()
-        if not needle:
-            raise ToolError("invalid_query", "name must not be empty")
-        found = [c for c in self.state.customers.values() if needle in c.name.lower()]
+        found = search(self.state.customers.values(), name, lambda c: c.name)
         return [CustomerMatch.model_validate(c.model_dump()) for c in found]
 
     @tool
@@ -293,9 +288,7 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
         Args:
             customer_id: the customer's id, e.g. CU-1003.
         """
-        customer = self.state.customers.get(customer_id)
-        if customer is None:
-            raise ToolError("not_found", f"no customer {customer_id!r}")
+        customer = lookup(self.state.customers, customer_id, "customer")
         active = sum(1 for t in self.state.tickets_of(customer_id) if t.status in ACTIVE)
         return CustomerDetails(**customer.model_dump(), sla_hours=dict(SLA_HOURS[customer.tier]), active_tickets=active)
 
@@ -422,9 +415,7 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
             agent_id: the agent's id, e.g. AG-1009.
         """
         ticket = self._active_ticket(ticket_id)
-        agent = self.state.agents.get(agent_id)
-        if agent is None:
-            raise ToolError("not_found", f"no agent {agent_id!r}")
+        agent = lookup(self.state.agents, agent_id, "agent")
         if ticket.assignee_id == agent_id:
             raise ToolError("already_assigned", f"{ticket_id} is already assigned to {agent_id}")
         if agent.team != ticket.team:
@@ -709,11 +700,6 @@ def _set_age(desk: Helpdesk, ticket: Ticket, age: int) -> None:
 # look ids up; the hint names the route and the pitfall but never the ids or values the task asks for.
 
 
-def _untouched(card: Scorecard, before: Helpdesk, after: Helpdesk, allowed: set[str]) -> Scorecard:
-    """Mark as harm any edit to customers, agents, tickets or comments the task did not ask for."""
-    return card.harm("changed records the task did not ask for", bool(changed_records(before, after) - allowed))
-
-
 def _new_comments(before: Helpdesk, after: Helpdesk, ticket_id: str, visibility: Visibility) -> list[Comment]:
     return [
         c
@@ -781,7 +767,7 @@ def tag_by_id(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
 
         def grade_close(state: Helpdesk, answer: str | None) -> Scorecard:
             card = Scorecard().goal("ticket closed", state.tickets[ticket.ticket_id].status == "closed")
-            return _untouched(card, before, state, {f"tickets/{ticket.ticket_id}"})
+            return card.untouched(before, state, {f"tickets/{ticket.ticket_id}"})
 
         return Goal(
             f"The customer confirmed the fix on ticket {ticket.ticket_id}. Please close it.",
@@ -796,7 +782,7 @@ def tag_by_id(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("tag added", tag in state.tickets[ticket.ticket_id].tags)
-        return _untouched(card, before, state, {f"tickets/{ticket.ticket_id}"})
+        return card.untouched(before, state, {f"tickets/{ticket.ticket_id}"})
 
     return Goal(
         f"Tag ticket {ticket.ticket_id} with `{tag}`.",
@@ -829,7 +815,7 @@ def soonest_breach_question(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("named the ticket", mentions(answer, soonest.subject))
         card.goal("stated the hours left", mentions_amount(answer, hours))
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     return Goal(
         f"{customer.name} asks which of their unresolved tickets that are still within SLA will breach first, "
@@ -856,7 +842,7 @@ def raise_priority_and_deadline(desk: Helpdesk, rng: random.Random) -> Goal[Help
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("priority raised", state.tickets[ticket.ticket_id].priority == new_priority)
         card.goal("stated the new hours left", mentions_amount(answer, hours))
-        return _untouched(card, before, state, {f"tickets/{ticket.ticket_id}"})
+        return card.untouched(before, state, {f"tickets/{ticket.ticket_id}"})
 
     return Goal(
         f"{customer.name} says their ticket about \"{ticket.subject.lower()}\" has become critical for them. "
@@ -877,7 +863,7 @@ def team_question(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
 
         def grade_count(state: Helpdesk, answer: str | None) -> Scorecard:
             card = Scorecard().goal("stated the count", mentions_amount(answer, len(waiting)))
-            return _untouched(card, before, state, set())
+            return card.untouched(before, state, set())
 
         return Goal(
             f"How many active tickets in the {team} queue have nobody assigned? Just give me the number.",
@@ -893,7 +879,7 @@ def team_question(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("named the agent", mentions(answer, roomiest.name))
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     return Goal(
         f"Which on-shift {team} agent has the most spare capacity right now? Answer with their name.",
@@ -916,7 +902,7 @@ def escalate_blocking(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         card = Scorecard().goal("escalated one level", state.tickets[ticket.ticket_id].escalation_level == level + 1)
         card.goal("internal note left", bool(_new_comments(before, state, ticket.ticket_id, "internal")))
         card.harm("replied to the customer", bool(_new_comments(before, state, ticket.ticket_id, "public")))
-        return _untouched(card, before, state, {f"tickets/{ticket.ticket_id}"})
+        return card.untouched(before, state, {f"tickets/{ticket.ticket_id}"})
 
     return Goal(
         f"{customer.name} called: the problem \"{ticket.subject.lower()}\" is blocking their whole team. Escalate "
@@ -946,7 +932,7 @@ def new_ticket_and_assign(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         card = Scorecard().goal("ticket opened with the right subject, team and priority", bool(right), weight=2)
         card.goal("assigned to a least-loaded on-shift agent", any(t.assignee_id in accepted for t in right))
         card.harm("opened more than one ticket", len(made) > 1)
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     return Goal(
         f"{customer.name} just phoned about this: \"{DESCRIPTIONS[subject]}\" Open a {priority}-priority ticket "
@@ -979,7 +965,7 @@ def merge_duplicates(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
             merged = state.tickets[duplicate.ticket_id].merged_into == original.ticket_id
             card.goal(f"{duplicate.ticket_id} merged into the original", merged)
         card.harm("closed the original", state.tickets[original.ticket_id].status not in ACTIVE)
-        return _untouched(card, before, state, allowed)
+        return card.untouched(before, state, allowed)
 
     return Goal(
         f"{customer.name} reported \"{original.subject.lower()}\" more than once. Merge the duplicate tickets into "
@@ -1014,7 +1000,7 @@ def resolve_with_reply(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         card.goal("customer told publicly", bool(_new_comments(before, state, ticket.ticket_id, "public")))
         if unowned:
             card.goal("owned by a least-loaded on-shift agent", after.assignee_id in accepted)
-        return _untouched(card, before, state, {f"tickets/{ticket.ticket_id}"})
+        return card.untouched(before, state, {f"tickets/{ticket.ticket_id}"})
 
     plan: list[ToolCall | Finish] = [
         call("find_customer", name=customer.name),
@@ -1051,7 +1037,7 @@ def move_to_right_team(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         after = state.tickets[ticket.ticket_id]
         card = Scorecard().goal("moved to the right team", after.team == right)
         card.goal("assigned to a least-loaded on-shift agent", after.assignee_id in accepted)
-        return _untouched(card, before, state, {f"tickets/{ticket.ticket_id}"})
+        return card.untouched(before, state, {f"tickets/{ticket.ticket_id}"})
 
     return Goal(
         f"{customer.name}'s new ticket \"{subject}\" landed in the {wrong} queue by mistake; it is a {right} "
@@ -1080,7 +1066,7 @@ def problem_is_back(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     def grade_reopen(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("ticket reopened", state.tickets[old.ticket_id].status == "in_progress", weight=2)
         card.goal("customer told publicly", bool(_new_comments(before, state, old.ticket_id, "public")))
-        return _untouched(card, before, state, {f"tickets/{old.ticket_id}"})
+        return card.untouched(before, state, {f"tickets/{old.ticket_id}"})
 
     def grade_recreate(state: Helpdesk, answer: str | None) -> Scorecard:
         made = _new_tickets(before, state, customer.customer_id, subject)
@@ -1088,7 +1074,7 @@ def problem_is_back(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         card = Scorecard().goal("new ticket with the same subject, team and priority", bool(right), weight=2)
         card.goal("customer told publicly", any(_new_comments(before, state, t.ticket_id, "public") for t in right))
         card.harm("opened more than one ticket", len(made) > 1)
-        return _untouched(card, before, state, set())
+        return card.untouched(before, state, set())
 
     plan: list[ToolCall | Finish] = [
         call("find_customer", name=customer.name),
@@ -1138,7 +1124,7 @@ def sweep_breached(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
             card.goal(f"{ticket.ticket_id} escalated", raised)
         for ticket in breached:
             card.goal(f"{ticket.ticket_id} tagged", BREACH_TAG in state.tickets[ticket.ticket_id].tags)
-        return _untouched(card, before, state, {f"tickets/{t.ticket_id}" for t in breached})
+        return card.untouched(before, state, {f"tickets/{t.ticket_id}" for t in breached})
 
     plan: list[ToolCall | Finish] = [call("search_tickets", team=team, active_only=True)]
     for ticket in sorted(breached, key=lambda t: t.ticket_id):
@@ -1191,7 +1177,7 @@ def handover_off_shift(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
             )
             noted = bool(_new_comments(before, state, ticket.ticket_id, "internal"))
             card.goal(f"{ticket.ticket_id} handover note", noted, weight=0.5)
-        return _untouched(card, before, state, {f"tickets/{t.ticket_id}" for t in moving})
+        return card.untouched(before, state, {f"tickets/{t.ticket_id}" for t in moving})
 
     return Goal(
         f"{leaving.name} has gone home sick. Hand every active high or urgent ticket they hold to the one on-shift "
