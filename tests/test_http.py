@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.servers import SPADEWORK, OpenAPIContract, served
-from toolworlds.core import Finish, ToolCall
+from toolworlds.core import Finish, ToolCall, replay
 from toolworlds.export import export_world
 from toolworlds.registry import builtin_worlds
 
@@ -88,6 +88,10 @@ def test_oracle_plays_whole_tasks_over_http(client: Client) -> None:
         assert last["terminated"] and last["reward"] == 1.0
         score = client.request("GET", f"/sessions/{session}/score", "/sessions/{session_id}/score")
         assert score["score"] == 1.0 and score["done"]
+        snapshot = client.request("GET", f"/sessions/{session}/snapshot", "/sessions/{session_id}/snapshot")
+        reference = WORLDS[name]()
+        replay(reference, seed, _plan(name, seed))
+        assert snapshot == json.loads(json.dumps(reference.snapshot()))
 
 
 def test_sessions_are_isolated(client: Client) -> None:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, Field, JsonValue, TypeAdapter
 
 from toolworlds.core import ACTION_ADAPTER, ErrorObservation, StepResult, ToolWorld
 from toolworlds.sessions import PublicTask, ScoreReport
@@ -39,6 +39,16 @@ class SessionView(BaseModel):
 
 class FinishRequest(BaseModel):
     answer: str | None = Field(default=None, description="The answer, when the task asks a question.")
+
+
+class Snapshot(BaseModel):
+    """What `ToolWorld.snapshot` returns."""
+
+    task: dict[str, JsonValue]
+    steps: int
+    done: bool
+    answer: str | None
+    state: dict[str, JsonValue]
 
 
 class Health(BaseModel):
@@ -152,6 +162,11 @@ def openapi_document(world: type[ToolWorld[Any]]) -> dict[str, Any]:
         "/sessions/{session_id}/score": {"parameters": session_param, "get": {
             "operationId": "get_score", "summary": "The score of the state as it is now.",
             "responses": {**respond(200, "The score.", ref(ScoreReport, "ScoreReport")), **errors(404)},
+        }},
+        "/sessions/{session_id}/snapshot": {"parameters": session_param, "get": {
+            "operationId": "get_snapshot", "summary": "Privileged: the whole episode as JSON, hidden state included, "
+            "for debugging. Never show it to the agent.",
+            "responses": {**respond(200, "The snapshot.", ref(Snapshot, "Snapshot")), **errors(404)},
         }},
     }  # fmt: skip
     for spec in world.tools():

@@ -119,6 +119,9 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
     async def score(request: Request) -> Response:
         return _ok(store.score(request.path_params["session_id"]))
 
+    async def snapshot(request: Request) -> Response:
+        return JSONResponse(store.get(request.path_params["session_id"]).world.snapshot())
+
     async def on_session_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, SessionError)
         return _error(error.status, error.code, error.message)
@@ -143,6 +146,7 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         Route("/sessions/{session_id}/step", step, methods=["POST"]),
         Route("/sessions/{session_id}/finish", finish, methods=["POST"]),
         Route("/sessions/{session_id}/score", score, methods=["GET"]),
+        Route("/sessions/{session_id}/snapshot", snapshot, methods=["GET"]),
     ]
     handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error}
     return Starlette(routes=routes, exception_handlers=handlers)

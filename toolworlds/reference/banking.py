@@ -22,7 +22,7 @@ from toolworlds.core import Finish, ToolCall, ToolError, call
 from toolworlds.records import lookup, search
 from toolworlds.reference.people import BILLERS, MERCHANTS, email_for, money, person_names
 from toolworlds.reference.scenario import Family, Goal, ScenarioWorld
-from toolworlds.scoring import Scorecard, mentions_amount
+from toolworlds.scoring import Scorecard, copy_of, mentions_amount
 from toolworlds.tool import tool
 
 Amount = Annotated[float, Field(gt=0, le=1_000_000)]
@@ -481,7 +481,7 @@ def _paid(bank: Bank, account_id: str, amount: float, biller: str) -> bool:
 def freeze_stolen(bank: Bank, rng: random.Random) -> Goal[Bank]:
     customer, checking, _ = _pick(bank, rng)
     bank.signed_in = customer.customer_id
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
     target = checking.account_id
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
@@ -502,7 +502,7 @@ def available_balance(bank: Bank, rng: random.Random) -> Goal[Bank]:
     if not any(h.account_id == checking.account_id for h in bank.holds.values()):
         _hold(bank, checking.account_id, rng.choice(MERCHANTS), money(rng, 20, 90), "authorization")
     bank.signed_in = customer.customer_id
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
     expected = bank.available(checking.account_id)
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
@@ -523,7 +523,7 @@ def own_transfer(bank: Bank, rng: random.Random) -> Goal[Bank]:
     source, target = (savings, checking) if rng.random() < 0.5 else (checking, savings)
     room = min(bank.available(source.account_id), source.daily_transfer_limit - source.transferred_today)
     amount = round(min(room * 0.6, float(rng.choice([50, 120, 200, 275, 400]))), 2)
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
     allowed = {f"accounts/{source.account_id}", f"accounts/{target.account_id}"}
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
@@ -545,7 +545,7 @@ def own_transfer(bank: Bank, rng: random.Random) -> Goal[Bank]:
 def release_named_hold(bank: Bank, rng: random.Random) -> Goal[Bank]:
     customer, checking, _ = _pick(bank, rng)
     hold = _hold(bank, checking.account_id, rng.choice(MERCHANTS), money(rng, 15, 150), "authorization")
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard().goal("hold released", state.holds[hold.hold_id].status == "released")
@@ -568,7 +568,7 @@ def raise_limit_then_send(bank: Bank, rng: random.Random) -> Goal[Bank]:
     amount = round(room + money(rng, 50, 400), 2)
     checking.balance = round(checking.balance + amount + 500, 2)
     needed = round(checking.transferred_today + amount, 2)
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
     allowed = {f"accounts/{checking.account_id}", f"accounts/{landlord.account_id}"}
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
@@ -601,7 +601,7 @@ def pay_bill_maybe_new_payee(bank: Bank, rng: random.Random) -> Goal[Bank]:
     else:
         biller, reference = saved[0].name, saved[0].reference
     amount = money(rng, 30, 180)
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         mine = [p for p in state.payees.values() if p.customer_id == customer.customer_id]
@@ -638,7 +638,7 @@ def dispute_largest_charge(bank: Bank, rng: random.Random) -> Goal[Bank]:
         (t for t in bank.transactions.values() if t.account_id == checking.account_id and t.description == merchant),
         key=lambda t: t.amount,
     )
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard().goal("largest charge disputed", state.transactions[target.txn_id].disputed)
@@ -662,7 +662,7 @@ def cover_shortfall_then_pay(bank: Bank, rng: random.Random) -> Goal[Bank]:
     available = bank.available(checking.account_id)
     amount = round(available + money(rng, 40, 300), 2)
     shortfall = round(amount - available, 2)
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
     allowed = {f"accounts/{checking.account_id}", f"accounts/{savings.account_id}"}
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
@@ -695,7 +695,7 @@ def release_all_and_total(bank: Bank, rng: random.Random) -> Goal[Bank]:
     releasable = [h for h in bank.holds.values() if h.account_id in mine and h.kind == "authorization"]
     deposits = sum(h.amount for h in bank.holds.values() if h.account_id in mine and h.kind == "deposit")
     total = round(checking.balance + savings.balance - deposits, 2)
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
 
     def grade(state: Bank, answer: str | None) -> Scorecard:
         card = Scorecard()
@@ -721,7 +721,7 @@ def lockdown(bank: Bank, rng: random.Random) -> Goal[Bank]:
     suspicious = [_charge(bank, checking.account_id, merchant, money(rng, 20, 200)) for _ in range(rng.randint(2, 3))]
     checking.daily_transfer_limit = MAX_DAILY_LIMIT
     everything = bank.available(checking.account_id)
-    before = bank.model_copy(deep=True)
+    before = copy_of(bank)
     allowed = {f"accounts/{checking.account_id}", f"accounts/{savings.account_id}"}
     allowed |= {f"transactions/{t.txn_id}" for t in suspicious}
 

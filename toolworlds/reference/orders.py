@@ -28,7 +28,7 @@ from toolworlds.core import Finish, ToolCall, ToolError, call
 from toolworlds.records import lookup, search
 from toolworlds.reference.people import email_for, person_names
 from toolworlds.reference.scenario import Family, Goal, ScenarioWorld
-from toolworlds.scoring import Scorecard, mentions, mentions_amount
+from toolworlds.scoring import Scorecard, copy_of, mentions, mentions_amount
 from toolworlds.tool import tool
 
 Category = Literal["footwear", "apparel", "kitchen", "electronics", "home", "outdoor"]
@@ -941,7 +941,7 @@ def cancel_by_id(shop: Shop, rng: random.Random) -> Goal[Shop]:
     customer = _pick(shop, rng)
     (product,) = _fresh_products(shop, customer, rng, 1)
     order = _place(shop, customer, [(product, rng.randint(1, 2))], rng.choice(UNSHIPPED), rng)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = {f"orders/{order.order_id}", f"products/{product.sku}"}
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
@@ -961,7 +961,7 @@ def tracking_question(shop: Shop, rng: random.Random) -> Goal[Shop]:
     products = _fresh_products(shop, customer, rng, rng.randint(1, 2))
     order = _place(shop, customer, [(p, 1) for p in products], "shipped", rng, method=rng.choice(METHODS))
     tracking, eta = order.tracking_number or "", order.estimated_delivery_day or 0
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
         card = Scorecard().goal("gave the tracking number", mentions(answer, tracking))
@@ -985,7 +985,7 @@ def spent_question(shop: Shop, rng: random.Random) -> Goal[Shop]:
     (product,) = _fresh_products(shop, customer, rng, 1)
     _place(shop, customer, [(product, rng.randint(1, 2))], status, rng, method=rng.choice(METHODS))
     expected = round(sum(o.total for o in shop.orders_of(customer.customer_id) if o.status == status), 2)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
         card = Scorecard().goal("stated the total", mentions_amount(answer, expected))
@@ -1012,7 +1012,7 @@ def cancel_if_unshipped(shop: Shop, rng: random.Random) -> Goal[Shop]:
     shipped = rng.random() < 0.4
     status: OrderStatus = "shipped" if shipped else rng.choice(UNSHIPPED)
     order = _place(shop, customer, [(p, 1) for p in products], status, rng, method=rng.choice(METHODS))
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = set() if shipped else {f"orders/{order.order_id}", *(f"products/{p.sku}" for p in products)}
     tracking = order.tracking_number or ""
 
@@ -1055,7 +1055,7 @@ def move_address(shop: Shop, rng: random.Random) -> Goal[Shop]:
     new = _random_address(rng)
     while _same_address(new, customer.address):
         new = _random_address(rng)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = {f"customers/{customer.customer_id}", *(f"orders/{order_id}" for order_id in targets)}
     where = new.model_dump()
 
@@ -1096,7 +1096,7 @@ def checkout_fixing_stock(shop: Shop, rng: random.Random) -> Goal[Shop]:
     method = rng.choice(METHODS)
     keep = {line.sku: line.quantity for line in lines[1:]}
     acceptable = {p.sku for p in alternatives if p.stock >= wanted}
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = {
         f"carts/{customer.customer_id}",
         *(f"products/{p.sku}" for p in products),
@@ -1154,7 +1154,7 @@ def best_coupon_checkout(shop: Shop, rng: random.Random) -> Goal[Shop]:
     shop.carts[customer.customer_id] = Cart(customer_id=customer.customer_id, lines=lines)
     best = max(offers, key=lambda code: offers[code])
     wanted = _quantities(lines)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = {f"carts/{customer.customer_id}", *(f"products/{p.sku}" for p in products)}
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
@@ -1200,7 +1200,7 @@ def buy_three_in_stock(shop: Shop, rng: random.Random) -> Goal[Shop]:
         wants.append((preferred, quantity, bought))
     coupon = "WELCOME10" if rng.random() < 0.4 else None
     method = rng.choice(METHODS)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = {f"carts/{customer.customer_id}", *(f"products/{p.sku}" for w in wants for p in shop.variants(w[0].name))}
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
@@ -1248,7 +1248,7 @@ def cancel_and_reorder_express(shop: Shop, rng: random.Random) -> Goal[Shop]:
         _stock_up(product, quantity)
     order = _place(shop, customer, items, "paid", rng)
     wanted = _quantities(order.lines)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = {f"orders/{order.order_id}", f"carts/{customer.customer_id}", *(f"products/{p.sku}" for p, _ in items)}
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
@@ -1286,7 +1286,7 @@ def return_damaged_for_credit(shop: Shop, rng: random.Random) -> Goal[Shop]:
     damaged = products[0]
     price = next(line.unit_price for line in order.lines if line.sku == damaged.sku)
     deadline = _return_deadline(order) or 0
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
     allowed = set() if late else {f"orders/{order.order_id}", f"customers/{customer.customer_id}"}
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
@@ -1344,7 +1344,7 @@ def price_drop_refund(shop: Shop, rng: random.Random) -> Goal[Shop]:
     order = _place(shop, customer, items, status, rng, method=method, placed_ago=placed_ago)
     dropped.price = round(dropped.price - drop, 2)
     amount = round(drop * quantity, 2)
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
         refunds = _new_refunds(before, state, order.order_id)
@@ -1374,7 +1374,7 @@ def return_whole_order(shop: Shop, rng: random.Random) -> Goal[Shop]:
     items = [(p, rng.randint(1, 2)) for p in products]
     order = _place(shop, customer, items, "delivered", rng, method=method, placed_ago=placed_ago)
     goods = order.subtotal
-    before = shop.model_copy(deep=True)
+    before = copy_of(shop)
 
     def grade(state: Shop, answer: str | None) -> Scorecard:
         after = state.orders[order.order_id]

@@ -32,7 +32,7 @@ from toolworlds.core import Finish, ToolCall, ToolError, call
 from toolworlds.records import lookup, search
 from toolworlds.reference.people import email_for, person_names
 from toolworlds.reference.scenario import Family, Goal, ScenarioWorld
-from toolworlds.scoring import Scorecard, mentions, mentions_amount
+from toolworlds.scoring import Scorecard, copy_of, mentions, mentions_amount
 from toolworlds.tool import tool
 
 Tier = Literal["free", "pro", "enterprise"]
@@ -763,7 +763,7 @@ def tag_by_id(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     resolved = [t for t in desk.tickets.values() if t.status == "resolved"]
     if resolved and rng.random() < 0.4:
         ticket = rng.choice(resolved)
-        before = desk.model_copy(deep=True)
+        before = copy_of(desk)
 
         def grade_close(state: Helpdesk, answer: str | None) -> Scorecard:
             card = Scorecard().goal("ticket closed", state.tickets[ticket.ticket_id].status == "closed")
@@ -778,7 +778,7 @@ def tag_by_id(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         )
     ticket = rng.choice([t for t in desk.tickets.values() if t.status != "closed"])
     tag = rng.choice([t for t in TAGS if t not in ticket.tags])
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("tag added", tag in state.tickets[ticket.ticket_id].tags)
@@ -810,7 +810,7 @@ def soonest_breach_question(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk
             _set_age(desk, first, desk.now - first.created_at + 1)
     soonest = within_sla()[0]
     hours = desk.hours_left(soonest)
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("named the ticket", mentions(answer, soonest.subject))
@@ -837,7 +837,7 @@ def raise_priority_and_deadline(desk: Helpdesk, rng: random.Random) -> Goal[Help
     if ticket.created_at + new_sla <= desk.now:
         _set_age(desk, ticket, rng.randint(0, new_sla - 1))
     hours = ticket.created_at + new_sla - desk.now
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("priority raised", state.tickets[ticket.ticket_id].priority == new_priority)
@@ -859,7 +859,7 @@ def team_question(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     team = rng.choice(TEAMS)
     if rng.random() < 0.5:
         waiting = [t for t in desk.tickets.values() if t.team == team and t.status in ACTIVE and t.assignee_id is None]
-        before = desk.model_copy(deep=True)
+        before = copy_of(desk)
 
         def grade_count(state: Helpdesk, answer: str | None) -> Scorecard:
             card = Scorecard().goal("stated the count", mentions_amount(answer, len(waiting)))
@@ -875,7 +875,7 @@ def team_question(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     on_shift = [a for a in desk.team(team) if a.on_shift]
     roomiest = rng.choice(on_shift)
     _make_roomiest(desk, roomiest, rng.randint(2, 4))
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("named the agent", mentions(answer, roomiest.name))
@@ -896,7 +896,7 @@ def escalate_blocking(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     )
     customer = desk.customers[ticket.customer_id]
     level = ticket.escalation_level
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("escalated one level", state.tickets[ticket.ticket_id].escalation_level == level + 1)
@@ -924,7 +924,7 @@ def new_ticket_and_assign(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     team, priority = SUBJECT_TEAM[subject], rng.choice(PRIORITIES)
     accepted = _least_loaded(desk, team)
     new_id = f"T-{desk.next_id + 1}"  # ids are sequential and nothing before create_ticket creates one
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         made = _new_tickets(before, state, customer.customer_id, subject)
@@ -956,7 +956,7 @@ def merge_duplicates(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     for _ in range(rng.randint(1, 2)):
         age = rng.randint(0, desk.now - original.created_at - 1)
         duplicates.append(_file(desk, customer, original.subject, priority=rng.choice(PRIORITIES), age=age))
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
     allowed = {f"tickets/{t.ticket_id}" for t in [original, *duplicates]}
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
@@ -991,7 +991,7 @@ def resolve_with_reply(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         owner = rng.choice(_least_loaded(desk, team))
         ticket = _file(desk, customer, subject, priority=priority, status="in_progress", assignee_id=owner, age=3)
     accepted = _least_loaded(desk, team)
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
     reply = "The fix has shipped; please let us know if you still see the problem."
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
@@ -1031,7 +1031,7 @@ def move_to_right_team(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     wrong = rng.choice([t for t in TEAMS if t != right])
     ticket = _file(desk, customer, subject, priority=rng.choice(PRIORITIES), age=rng.randint(1, 6), team=wrong)
     accepted = _least_loaded(desk, right)
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         after = state.tickets[ticket.ticket_id]
@@ -1061,7 +1061,7 @@ def problem_is_back(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     _comment(desk, old, owner, "public", "This is fixed now; thanks for waiting.")
     reply = "Sorry the problem is back; we are looking into it again."
     new_id = f"T-{desk.next_id + 1}"  # ids are sequential and nothing before create_ticket creates one
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade_reopen(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard().goal("ticket reopened", state.tickets[old.ticket_id].status == "in_progress", weight=2)
@@ -1115,7 +1115,7 @@ def sweep_breached(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
         breached.append(_file(desk, customer, subject, priority=priority, age=age))
     escalatable = [t for t in breached if t.escalation_level < MAX_ESCALATION]
     levels = {t.ticket_id: t.escalation_level for t in escalatable}
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
         card = Scorecard()
@@ -1166,7 +1166,7 @@ def handover_off_shift(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     moving = held(urgent=True)
     successor = rng.choice([a for a in desk.team(team) if a.on_shift])
     _make_roomiest(desk, successor, len(moving) + rng.randint(0, 2))
-    before = desk.model_copy(deep=True)
+    before = copy_of(desk)
     note = f"Handed over from {leaving.name}, who went off shift."
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
