@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
 
 from toolworlds.scoring import Scorecard
 from toolworlds.tool import ArgumentProblem, ToolSpec, build_spec, is_tool
@@ -54,6 +54,8 @@ class Task(Brief):
 class ToolCall(BaseModel):
     """Call the tool `name` with `arguments`."""
 
+    model_config = ConfigDict(extra="forbid")
+
     kind: Literal["tool_call"] = "tool_call"
     name: str
     arguments: dict[str, JsonValue] = Field(default_factory=dict)
@@ -62,11 +64,23 @@ class ToolCall(BaseModel):
 class Finish(BaseModel):
     """End the episode, answering the task's question if it asked one."""
 
+    model_config = ConfigDict(extra="forbid")
+
     kind: Literal["finish"] = "finish"
     answer: str | None = None
 
 
-Action = Annotated[ToolCall | Finish, Field(discriminator="kind")]
+def _action_kind(value: Any) -> str | None:
+    """`kind` when given; otherwise a call if it names a tool, else a finish (as the JSON Schema says)."""
+    if isinstance(value, dict):
+        return value.get("kind") or ("tool_call" if "name" in value else "finish")
+    return getattr(value, "kind", None)
+
+
+Action = Annotated[
+    Annotated[ToolCall, Tag("tool_call")] | Annotated[Finish, Tag("finish")],
+    Discriminator(_action_kind),
+]
 ACTION_ADAPTER: TypeAdapter[ToolCall | Finish] = TypeAdapter(Action)
 
 

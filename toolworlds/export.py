@@ -127,8 +127,9 @@ def openapi_document(world: type[ToolWorld[Any]]) -> dict[str, Any]:
         }
         return {k: v for status in statuses for k, v in respond(status, reasons[status], error).items()}
 
-    def body(schema: dict[str, Any]) -> dict[str, Any]:
-        return {"required": True, "content": {"application/json": {"schema": schema}}}
+    def body(schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+        """A JSON body; an optional one may be left out, which the server reads as `{}`."""
+        return {"required": required, "content": {"application/json": {"schema": schema}}}
 
     session_param = [{"name": "session_id", "in": "path", "required": True, "schema": {"type": "string"}}]
     paths: dict[str, Any] = {
@@ -156,7 +157,7 @@ def openapi_document(world: type[ToolWorld[Any]]) -> dict[str, Any]:
         }},
         "/sessions/{session_id}/finish": {"parameters": session_param, "post": {
             "operationId": "finish", "summary": "End the episode (with the answer, if the task asked a question).",
-            "requestBody": body(ref(FinishRequest, "FinishRequest")),
+            "requestBody": body(ref(FinishRequest, "FinishRequest"), required=False),
             "responses": {**respond(200, "The final step; `reward` is the score.", step), **errors(400, 404, 409, 422)},
         }},
         "/sessions/{session_id}/score": {"parameters": session_param, "get": {
@@ -183,7 +184,7 @@ def openapi_document(world: type[ToolWorld[Any]]) -> dict[str, Any]:
                 "summary": spec.description.split("\n", 1)[0],
                 "description": spec.description,
                 "tags": ["tools"],
-                "requestBody": body(_ref(arguments)),
+                "requestBody": body(_ref(arguments), required=bool(spec.input_schema.get("required"))),
                 "responses": {
                     **respond(200, "The step: the tool's result or its refusal.", _ref(f"{spec.name}_step")),
                     **errors(400, 404, 409, 422),

@@ -27,10 +27,12 @@ def _ok(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="json"), status_code=status)
 
 
-async def _json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object; an empty body counts as `{}`."""
+async def _json_object(request: Request, required: bool) -> dict[str, Any]:
+    """The request body as a JSON object; an empty body counts as `{}` where the body is optional."""
     raw = await request.body()
     if not raw.strip():
+        if required:
+            raise SessionError(422, "invalid_request", "this request needs a JSON object as its body")
         return {}
     try:
         value = json.loads(raw)
@@ -43,7 +45,7 @@ async def _json_object(request: Request) -> dict[str, Any]:
 
 def _parse(model: type[M], data: dict[str, Any]) -> M:
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=True)
     except ValidationError as error:
         problems = problems_in(error)
         listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
@@ -72,7 +74,7 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         return JSONResponse(tools)
 
     async def create_session(request: Request) -> Response:
-        wanted = _parse(CreateSession, await _json_object(request))
+        wanted = _parse(CreateSession, await _json_object(request, required=True))
         session_id, task = store.create(wanted.seed, wanted.include_hint)
         return _ok(SessionCreated(session_id=session_id, task=task), status=201)
 
@@ -93,7 +95,7 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         spec = world.tool_specs.get(name)
         if spec is None:
             raise SessionError(404, "unknown_tool", f"{world.name} has no tool {name!r}; GET /tools lists them")
-        arguments = await _json_object(request)
+        arguments = await _json_object(request, required=bool(spec.input_schema.get("required")))
         parsed, problems = spec.validate(arguments)
         if parsed is None:
             listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
@@ -101,7 +103,7 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         return _ok(store.call_tool(session_id, name, arguments))
 
     async def step(request: Request) -> Response:
-        data = await _json_object(request)
+        data = await _json_object(request, required=True)
         try:
             action = ACTION_ADAPTER.validate_python(data)
         except ValidationError as error:
@@ -113,7 +115,7 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
     async def finish(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         store.get(session_id)
-        wanted = _parse(FinishRequest, await _json_object(request))
+        wanted = _parse(FinishRequest, await _json_object(request, required=False))
         return _ok(store.step(session_id, Finish(answer=wanted.answer)))
 
     async def score(request: Request) -> Response:
@@ -134,7 +136,9 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         status = getattr(error, "status_code", 500)
         detail = getattr(error, "detail", "error")
         code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
-        return _error(status, code, f"{detail}: {request.method} {request.url.path}")
+        response = _error(status, code, f"{detail}: {request.method} {request.url.path}")
+        response.headers.update(getattr(error, "headers", None) or {})  # keeps `Allow` on a 405
+        return response
 
     routes = [
         Route("/health", health, methods=["GET"]),

@@ -190,7 +190,7 @@ def build_server(world: type[ToolWorld[Any]], *, one_per_process: bool) -> Serve
 
 def _parse(model: type[M], arguments: dict[str, Any]) -> M | types.CallToolResult:
     try:
-        return model.model_validate(arguments)
+        return model.model_validate(arguments, strict=True)
     except ValidationError as error:
         problems = problems_in(error)
         message = "invalid arguments: " + "; ".join(f"{p.field}: {p.problem}" for p in problems)

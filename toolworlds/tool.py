@@ -11,9 +11,13 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 import docstring_parser
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema
 
@@ -86,10 +90,22 @@ class ToolSpec:
         if not isinstance(arguments, dict):
             kind = type(arguments).__name__
             return None, [ArgumentProblem(field="(arguments)", problem=f"must be a JSON object, got {kind}")]
+        # The JSON Schema the agent was shown is the contract, so it decides what is valid ("5" is not an
+        # integer, 20.0 is); pydantic then converts, and checks what a schema cannot say.
+        problems: dict[str, ArgumentProblem] = {}
+        for error in self._input_validator.iter_errors(arguments):
+            for problem in _named(error):
+                problems.setdefault(problem.field, problem)  # one per field: a bad enum is also a bad type
+        if problems:
+            return None, list(problems.values())
         try:
             return self.arguments.model_validate(arguments), []
         except ValidationError as error:
             return None, problems_in(error)
+
+    @cached_property
+    def _input_validator(self) -> Draft202012Validator:
+        return Draft202012Validator(self.input_schema)
 
     def dump_result(self, value: object) -> Any:
         """The JSON form of a tool's return value, as its output schema describes it."""
@@ -99,6 +115,26 @@ class ToolSpec:
 def problems_in(error: ValidationError) -> list[ArgumentProblem]:
     """One named problem per failed field of a pydantic validation error."""
     return [_describe(e) for e in error.errors(include_url=False)]
+
+
+def _named(error: SchemaError) -> list[ArgumentProblem]:
+    """A JSON Schema validation error as problems that each name one argument."""
+    where = ".".join(str(part) for part in error.absolute_path)
+    prefix = f"{where}." if where else ""
+    if error.validator == "required" and isinstance(error.instance, dict):
+        required = error.validator_value if isinstance(error.validator_value, list) else []
+        missing = [name for name in required if name not in error.instance]
+        return [ArgumentProblem(field=prefix + name, problem="required argument is missing") for name in missing]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        return [
+            ArgumentProblem(field=prefix + name, problem="unknown argument")
+            for name in error.instance
+            if name not in known
+        ]
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        error = best_match(error.context)
+    return [ArgumentProblem(field=where or "(arguments)", problem=error.message)]
 
 
 def _describe(error: Any) -> ArgumentProblem:
