@@ -74,11 +74,35 @@ def show(
     for spec in world.tools():
         schema = spec.input_schema
         required = set(schema.get("required", []))
-        arguments = "\n".join(
-            f"{arg}{'' if arg in required else '?'}: {_short(prop, 80)}" for arg, prop in schema["properties"].items()
-        )
+        arguments = "\n".join(_argument_line(arg, prop, arg in required) for arg, prop in schema["properties"].items())
         table.add_row(spec.name, arguments or "-", spec.description.split("\n", 1)[0])
     console.print(table)
+
+
+_BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<",
+           "minLength": "len>=", "maxLength": "len<=", "pattern": "~"}  # fmt: skip
+
+
+def _type_of(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return " | ".join(json.dumps(value) for value in prop["enum"])
+    if "anyOf" in prop:
+        return " | ".join(_type_of(option) for option in prop["anyOf"])
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    if prop.get("type") == "array":
+        return f"list[{_type_of(prop.get('items', {}))}]"
+    return str(prop.get("type", "any"))
+
+
+def _argument_line(name: str, prop: dict[str, Any], required: bool) -> str:
+    """`name: type (bounds) = default: description`, the way a reader scans an API reference."""
+    bounds = ", ".join(f"{sign}{prop[key]}" for key, sign in _BOUNDS.items() if key in prop)
+    line = f"[bold]{name}[/bold]: {_type_of(prop)}" + (f" ({bounds})" if bounds else "")
+    if not required:
+        line += f" = {json.dumps(prop.get('default'))}"
+    description = prop.get("description")
+    return f"{line}\n  [dim]{description}[/dim]" if description else line
 
 
 @toolworld_app.command("play")
