@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from functools import cache
 from typing import Any
@@ -10,9 +9,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from toolworlds.core import Finish, ToolCall, ToolWorld
+from toolworlds.checks import check_world
+from toolworlds.core import ToolCall, ToolWorld
 from toolworlds.play import Transcript, play
-from toolworlds.policies import OraclePolicy, RandomPolicy, make_policy
+from toolworlds.policies import OraclePolicy, RandomPolicy
 from toolworlds.registry import builtin_worlds
 
 WORLDS = builtin_worlds()
@@ -34,9 +34,10 @@ def test_the_three_reference_worlds_are_registered() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(WORLDS))
-def test_oracle_solves_every_seed(name: str) -> None:
-    failures = [(t.task.seed, t.task.variant, t.score) for t in oracle_runs(name) if t.score != 1.0]
-    assert failures == []
+def test_keeps_the_contract_on_seeds_0_to_199(name: str) -> None:
+    """Oracle scores 1.0 on every seed, doing nothing does not, deterministic, JSON, no leaky hint."""
+    failed = [result for result in check_world(WORLDS[name], SEEDS) if not result.passed]
+    assert failed == []
 
 
 @pytest.mark.parametrize("name", sorted(WORLDS))
@@ -63,33 +64,10 @@ def test_most_tasks_need_a_lookup_before_acting(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(WORLDS))
-def test_same_seed_same_task_and_same_transcript(name: str) -> None:
+def test_same_seed_same_random_transcript(name: str) -> None:
     for seed in (0, 17, 123):
-        for policy in ("oracle", "random"):
-            first = play(WORLDS[name](), seed, make_policy(policy, seed))
-            second = play(WORLDS[name](), seed, make_policy(policy, seed))
-            assert first.model_dump() == second.model_dump()
-
-
-@pytest.mark.parametrize("name", sorted(WORLDS))
-def test_every_observation_is_json(name: str) -> None:
-    for run in random_runs(name)[:50] + oracle_runs(name)[:50]:
-        for turn in run.turns:
-            json.dumps(turn.result.model_dump(mode="json"))
-
-
-@pytest.mark.parametrize("name", sorted(WORLDS))
-def test_the_hint_never_contains_what_the_plan_types(name: str) -> None:
-    """The hint says how, not what: no id, amount or answer from the reference plan appears in it."""
-    for run in oracle_runs(name):
-        world = WORLDS[name]()
-        world.reset(run.task.seed)
-        typed: list[Any] = []
-        for action in world.solution():
-            typed += action.arguments.values() if isinstance(action, ToolCall) else [action.answer]
-        for value in typed:
-            if isinstance(value, str | int | float) and not isinstance(value, bool) and len(str(value)) >= 3:
-                assert str(value).lower() not in run.task.hint.lower(), (run.task.seed, value)
+        first = play(WORLDS[name](), seed, RandomPolicy(seed))
+        assert first.model_dump() == play(WORLDS[name](), seed, RandomPolicy(seed)).model_dump()
 
 
 @pytest.mark.parametrize("name", sorted(WORLDS))
@@ -129,11 +107,3 @@ def _valid_looking(schema: dict[str, Any]) -> dict[str, Any]:
         kind = prop.get("type") or next((p.get("type") for p in prop.get("anyOf", []) if "type" in p), "string")
         values[field] = prop["enum"][0] if "enum" in prop else samples.get(kind, "x")
     return values
-
-
-@pytest.mark.parametrize("name", sorted(WORLDS))
-def test_doing_nothing_scores_zero(name: str) -> None:
-    for seed in range(40):
-        world = WORLDS[name]()
-        world.reset(seed)
-        assert world.step(Finish()).reward == 0.0, seed

@@ -14,6 +14,7 @@ from rich.panel import Panel
 from rich.progress import Progress
 from rich.table import Table
 
+from toolworlds.checks import check_world
 from toolworlds.core import Finish, ToolWorld
 from toolworlds.export import export_world
 from toolworlds.play import Transcript, play
@@ -168,6 +169,21 @@ def evaluate(
                     str(len({t.task.variant for t in transcripts})),
                 )
     console.print(table)
+
+
+@toolworld_app.command()
+def check(
+    name: WorldName,
+    seeds: Annotated[int, typer.Option(min=1, help="Check seeds 0..SEEDS-1.")] = 50,
+) -> None:
+    """Check that a world keeps the contract (the checks model-written worlds must pass too)."""
+    results = check_world(_world(name), range(seeds))
+    table = Table("check", "result", "detail", title=f"{name}: contract checks over {seeds} seeds")
+    for result in results:
+        table.add_row(result.name, "[green]pass[/green]" if result.passed else "[red]FAIL[/red]", result.detail)
+    console.print(table)
+    if not all(result.passed for result in results):
+        raise typer.Exit(code=1)
 
 
 @toolworld_app.command()

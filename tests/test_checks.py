@@ -1,0 +1,41 @@
+"""`check_world` and `spadework toolworld check`: a flawed world is caught, and the flaw is named."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from spadework.cli import app
+from tests.worlds import flawed
+from tests.worlds.library import LibraryWorld
+from toolworlds.checks import CHECKS, check_world
+from toolworlds.core import ToolWorld
+
+
+def test_a_sound_world_passes_every_check() -> None:
+    results = check_world(LibraryWorld, range(30))
+    assert [r.name for r in results] == [name for name, _ in CHECKS]
+    assert all(r.passed for r in results), results
+
+
+@pytest.mark.parametrize(
+    ("world", "failing", "detail"),
+    [
+        (flawed.WrongPlan, "reference plan scores 1.0", "the reference plan scores 0.0"),
+        (flawed.Unseeded, "deterministic per seed", "differ"),
+        (flawed.LeakyHint, "hint helps without the answer", "the hint contains 'B"),
+        (flawed.FreeLunch, "doing nothing does not", "already scores 1.0"),
+    ],
+)
+def test_each_flaw_fails_its_own_check(world: type[ToolWorld[object]], failing: str, detail: str) -> None:
+    results = {r.name: r for r in check_world(world, range(30))}
+    assert not results[failing].passed and detail in results[failing].detail
+    assert [name for name, r in results.items() if not r.passed] == [failing]
+
+
+def test_check_command_exits_nonzero_on_a_flaw() -> None:
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
+    good = runner.invoke(app, ["toolworld", "check", "tests/worlds/library.py:LibraryWorld", "--seeds", "20"])
+    assert good.exit_code == 0 and "FAIL" not in good.output
+    bad = runner.invoke(app, ["toolworld", "check", "tests/worlds/flawed.py:FreeLunch", "--seeds", "20"])
+    assert bad.exit_code == 1 and "FAIL" in bad.output
