@@ -30,7 +30,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
 
 from toolworlds.scoring import Scorecard
-from toolworlds.tool import ArgumentProblem, ToolSpec, build_spec, is_tool
+from toolworlds.tool import ArgumentProblem, ToolSpec, build_spec, is_tool, listing
 
 
 class Brief(BaseModel):
@@ -264,8 +264,7 @@ class ToolWorld(ABC, Generic[StateT]):
         arguments, problems = spec.validate(action.arguments)
         if arguments is None:
             info["error"] = "invalid_arguments"
-            listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
-            message = f"invalid arguments for {spec.name}: {listed}"
+            message = f"invalid arguments for {spec.name}: {listing(problems)}"
             return error_observation("invalid_arguments", message, problems), info
         method = getattr(self, spec.method_name)
         try:

@@ -184,7 +184,7 @@ def openapi_document(world: type[ToolWorld[Any]]) -> dict[str, Any]:
                 "summary": spec.description.split("\n", 1)[0],
                 "description": spec.description,
                 "tags": ["tools"],
-                "requestBody": body(_ref(arguments), required=bool(spec.input_schema.get("required"))),
+                "requestBody": body(_ref(arguments), required=bool(spec.required_arguments)),
                 "responses": {
                     **respond(200, "The step: the tool's result or its refusal.", _ref(f"{spec.name}_step")),
                     **errors(400, 404, 409, 422),

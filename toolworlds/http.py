@@ -14,7 +14,7 @@ from starlette.routing import Route
 from toolworlds.core import ACTION_ADAPTER, Finish, ToolWorld, error_observation
 from toolworlds.export import CreateSession, FinishRequest, Health, SessionCreated, SessionView, openapi_document
 from toolworlds.sessions import SessionError, SessionStore
-from toolworlds.tool import ArgumentProblem, problems_in
+from toolworlds.tool import ArgumentProblem, listing, problems_in
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -47,14 +47,14 @@ def _parse(model: type[M], data: dict[str, Any]) -> M:
     try:
         return model.model_validate(data, strict=True)
     except ValidationError as error:
-        problems = problems_in(error)
-        listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
-        raise _Invalid(f"invalid body: {listed}", problems) from None
+        raise _Invalid("invalid body", problems_in(error)) from None
 
 
 class _Invalid(Exception):
-    def __init__(self, message: str, fields: list[ArgumentProblem]) -> None:
-        super().__init__(message)
+    """A body that does not match its schema: answered with 422 and one named problem per field."""
+
+    def __init__(self, what: str, fields: list[ArgumentProblem]) -> None:
+        super().__init__(f"{what}: {listing(fields)}")
         self.fields = fields
 
 
@@ -95,11 +95,10 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         spec = world.tool_specs.get(name)
         if spec is None:
             raise SessionError(404, "unknown_tool", f"{world.name} has no tool {name!r}; GET /tools lists them")
-        arguments = await _json_object(request, required=bool(spec.input_schema.get("required")))
+        arguments = await _json_object(request, required=bool(spec.required_arguments))
         parsed, problems = spec.validate(arguments)
         if parsed is None:
-            listed = "; ".join(f"{p.field}: {p.problem}" for p in problems)
-            raise _Invalid(f"invalid arguments for {name}: {listed}", problems)
+            raise _Invalid(f"invalid arguments for {name}", problems)
         return _ok(store.call_tool(session_id, name, arguments))
 
     async def step(request: Request) -> Response:
@@ -107,9 +106,7 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         try:
             action = ACTION_ADAPTER.validate_python(data)
         except ValidationError as error:
-            raise _Invalid(
-                "invalid action: " + str(error.errors(include_url=False)[0]["msg"]), problems_in(error)
-            ) from None
+            raise _Invalid("invalid action", problems_in(error)) from None
         return _ok(store.step(request.path_params["session_id"], action))
 
     async def finish(request: Request) -> Response:

@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 
 from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
 from toolworlds.sessions import PublicTask, ScoreReport
-from toolworlds.tool import problems_in
+from toolworlds.tool import listing, problems_in
 
 EPISODE_TOOLS = ("start_task", "finish", "get_score")
 M = TypeVar("M", bound=BaseModel)
@@ -150,11 +150,7 @@ def build_server(world: type[ToolWorld[Any]], *, one_per_process: bool) -> Serve
         if current is None:
             return _refusal(error_observation("no_episode", "call start_task first"))
         if params.name == "get_score":
-            card = current.grade()
-            report = ScoreReport(
-                score=card.score, done=current.done, steps=current.steps_taken, scorecard=card.summary()
-            )
-            return _structured(report.model_dump(mode="json"))
+            return _structured(ScoreReport.of(current).model_dump(mode="json"))
         if current.done:
             return _refusal(error_observation("episode_over", "the episode has ended; call start_task again"))
         if params.name == "finish":
@@ -175,14 +171,7 @@ def build_server(world: type[ToolWorld[Any]], *, one_per_process: bool) -> Serve
             return wanted
         fresh = episodes.current(ctx, create=True)
         assert fresh is not None
-        task = fresh.reset(wanted.seed)
-        public = PublicTask(
-            world=task.world,
-            seed=task.seed,
-            instruction=task.instruction,
-            max_steps=task.max_steps,
-            hint=task.hint if wanted.include_hint else None,
-        )
+        public = PublicTask.of(fresh.reset(wanted.seed), wanted.include_hint)
         return _structured(public.model_dump(mode="json"))
 
     return Server(f"spadework-{world.name}", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
@@ -193,7 +182,7 @@ def _parse(model: type[M], arguments: dict[str, Any]) -> M | types.CallToolResul
         return model.model_validate(arguments, strict=True)
     except ValidationError as error:
         problems = problems_in(error)
-        message = "invalid arguments: " + "; ".join(f"{p.field}: {p.problem}" for p in problems)
+        message = f"invalid arguments: {listing(problems)}"
         return _refusal(error_observation("invalid_arguments", message, problems))
 
 

@@ -31,12 +31,28 @@ class PublicTask(BaseModel):
     max_steps: int
     hint: str | None = None
 
+    @classmethod
+    def of(cls, task: Task, include_hint: bool) -> PublicTask:
+        return cls(
+            world=task.world,
+            seed=task.seed,
+            instruction=task.instruction,
+            max_steps=task.max_steps,
+            hint=task.hint if include_hint else None,
+        )
+
 
 class ScoreReport(BaseModel):
     score: float = Field(ge=0, le=1)
     done: bool
     steps: int
     scorecard: str
+
+    @classmethod
+    def of(cls, world: ToolWorld[Any]) -> ScoreReport:
+        """The score of the world's state as it is now, with the scorecard that explains it."""
+        card = world.grade()
+        return cls(score=card.score, done=world.done, steps=world.steps_taken, scorecard=card.summary())
 
 
 @dataclass
@@ -61,14 +77,7 @@ class SessionStore:
         if len(self._sessions) >= self.capacity:
             self._evict_one_finished()
         world = self.world_class()
-        task: Task = world.reset(seed)
-        public = PublicTask(
-            world=task.world,
-            seed=task.seed,
-            instruction=task.instruction,
-            max_steps=task.max_steps,
-            hint=task.hint if include_hint else None,
-        )
+        public = PublicTask.of(world.reset(seed), include_hint)
         session_id = secrets.token_urlsafe(12)
         self._sessions[session_id] = Session(world=world, public_task=public)
         return session_id, public
@@ -92,9 +101,7 @@ class SessionStore:
         return self.step(session_id, ToolCall(name=name, arguments=arguments))
 
     def score(self, session_id: str) -> ScoreReport:
-        world = self.get(session_id).world
-        card = world.grade()
-        return ScoreReport(score=card.score, done=world.done, steps=world.steps_taken, scorecard=card.summary())
+        return ScoreReport.of(self.get(session_id).world)
 
     def delete(self, session_id: str) -> None:
         self.get(session_id)

@@ -104,12 +104,21 @@ class ToolSpec:
             return None, problems_in(error)
 
     @cached_property
+    def required_arguments(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+    @cached_property
     def _input_validator(self) -> Draft202012Validator:
         return Draft202012Validator(self.input_schema)
 
     def dump_result(self, value: object) -> Any:
         """The JSON form of a tool's return value, as its output schema describes it."""
         return self.returns.dump_python(value, mode="json")
+
+
+def listing(problems: list[ArgumentProblem]) -> str:
+    """Problems as one line for an error message: `amount: ...; to_account_id: ...`."""
+    return "; ".join(f"{problem.field}: {problem.problem}" for problem in problems)
 
 
 def problems_in(error: ValidationError) -> list[ArgumentProblem]:
