@@ -142,7 +142,7 @@ class ToolWorld(ABC, Generic[StateT]):
     """Base class of every toolworld. Subclasses set `name`, write tools, and implement the three methods."""
 
     name: ClassVar[str]
-    description: ClassVar[str] = ""
+    description: ClassVar[str] = ""  # defaults to the class docstring
     max_steps: ClassVar[int] = 30
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
 
@@ -157,6 +157,8 @@ class ToolWorld(ABC, Generic[StateT]):
             if is_tool(value):
                 specs[attribute] = build_spec(value)
         cls.tool_specs = specs
+        if "description" not in vars(cls):
+            cls.description = (cls.__doc__ or "").strip()
 
     def __init__(self) -> None:
         self._steps = 0
