@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from spadework import __version__
 from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
 
@@ -15,6 +18,17 @@ app = typer.Typer(
 app.add_typer(toolworld_app, name="toolworld")
 
 
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"spadework {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def main(log_level: str = typer.Option("info", help="debug, info, warning or error.")) -> None:
+def main(
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     configure_logging(log_level)

@@ -20,14 +20,24 @@ from toolworlds.registry import builtin_worlds
 WORLDS = builtin_worlds()
 
 
-@pytest.mark.parametrize("name", sorted(WORLDS))
-def test_served_api_conforms_to_its_openapi_document(name: str, tmp_path: Path) -> None:
-    export_world(WORLDS[name], tmp_path)
+def _schemathesis(name: str, folder: Path, examples: int, seed: int) -> None:
+    export_world(WORLDS[name], folder)
     with served(name) as url:
         result = subprocess.run(
-            [sys.executable, "-m", "schemathesis.cli", "run", str(tmp_path / "openapi.json"), "--url", url,
-             "--max-examples", "25", "--seed", "20261129", "--no-color"],
-            capture_output=True, text=True, timeout=600,
+            [sys.executable, "-m", "schemathesis.cli", "run", str(folder / "openapi.json"), "--url", url,
+             "--max-examples", str(examples), "--seed", str(seed), "--no-color"],
+            capture_output=True, text=True, timeout=1200, cwd=folder,
         )  # fmt: skip
     assert result.returncode == 0, result.stdout[-6000:]
     assert "No issues found" in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(WORLDS))
+def test_served_api_conforms_to_its_openapi_document(name: str, tmp_path: Path) -> None:
+    _schemathesis(name, tmp_path, examples=25, seed=20261129)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WORLDS))
+def test_served_api_conforms_under_a_longer_fuzz(name: str, tmp_path: Path) -> None:
+    _schemathesis(name, tmp_path, examples=200, seed=7)

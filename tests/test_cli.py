@@ -60,3 +60,8 @@ def test_eval_compares_policies_in_one_table() -> None:
     assert len(rows) == 2
     assert "oracle" in rows[0] and "1.000" in rows[0] and "100%" in rows[0]
     assert "random" in rows[1]
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.startswith("spadework 0.")

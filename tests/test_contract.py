@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel
+from pydantic import BaseModel, StringConstraints
 
 from tests.worlds.library import LibraryWorld
 from toolworlds import Brief, Finish, Scorecard, ToolCall, ToolWorld, WorldBugError, call, tool
@@ -64,6 +65,20 @@ def test_tool_without_annotation_is_rejected() -> None:
                     count: how loud.
                 """
                 return "!"
+
+
+def test_argument_that_silently_rewrites_its_value_is_rejected() -> None:
+    with pytest.raises(TypeError, match="argument 'note' uses strip_whitespace"):
+
+        class Stripping(LibraryWorld):
+            @tool
+            def scribble(self, note: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]) -> str:
+                """Scribble.
+
+                Args:
+                    note: the note.
+                """
+                return note
 
 
 def test_reset_is_deterministic_and_hides_the_hint_in_its_own_field() -> None:

@@ -117,6 +117,10 @@ def test_errors_are_clear_4xx(client: Client) -> None:
 
     broken = client.request("POST", f"/sessions/{session}/tools/{tool.name}", template, raw=b"{not json")
     assert client.last_status == 400 and broken["error"]["code"] == "invalid_json"
+    no_args = next(spec.name for spec in WORLDS[name].tools() if not spec.required_arguments)
+    stray = client.request("POST", f"/sessions/{session}/tools/{no_args}", f"/sessions/{{session_id}}/tools/{no_args}",
+                           raw=b"\x0c")  # fmt: skip
+    assert client.last_status == 400 and stray["error"]["code"] == "invalid_json", "a form feed is not JSON whitespace"
 
     not_object = client.request("POST", f"/sessions/{session}/tools/{tool.name}", template, [1, 2])
     assert client.last_status == 422 and "JSON object" in not_object["error"]["message"]

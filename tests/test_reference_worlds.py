@@ -40,6 +40,13 @@ def test_keeps_the_contract_on_seeds_0_to_199(name: str) -> None:
     assert failed == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WORLDS))
+def test_keeps_the_contract_on_a_thousand_more_seeds(name: str) -> None:
+    failed = [result for result in check_world(WORLDS[name], range(200, 1200)) if not result.passed]
+    assert failed == []
+
+
 @pytest.mark.parametrize("name", sorted(WORLDS))
 def test_random_policy_scores_below_a_fifth(name: str) -> None:
     assert statistics.mean(t.score for t in random_runs(name)) < 0.2

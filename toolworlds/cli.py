@@ -215,7 +215,7 @@ def serve(
     if mcp:
         from toolworlds.mcp_server import mcp_http_app
 
-        serve_asgi(mcp_http_app(world), host, port, f"{world.name} MCP (streamable HTTP) at /mcp")
+        serve_asgi(mcp_http_app(world, host), host, port, f"{world.name} MCP (streamable HTTP) at /mcp")
     else:
         from toolworlds.http import create_app
 

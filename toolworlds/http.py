@@ -30,7 +30,7 @@ def _ok(model: BaseModel, status: int = 200) -> JSONResponse:
 async def _json_object(request: Request, required: bool) -> dict[str, Any]:
     """The request body as a JSON object; an empty body counts as `{}` where the body is optional."""
     raw = await request.body()
-    if not raw.strip():
+    if not raw.strip(b" \t\r\n"):  # JSON's own whitespace only: a stray form feed is a malformed body
         if required:
             raise SessionError(422, "invalid_request", "this request needs a JSON object as its body")
         return {}

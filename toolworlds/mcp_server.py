@@ -210,11 +210,14 @@ async def _refuse_discover(ctx: ServerRequestContext[Any], call_next: Any) -> An
     return await call_next(ctx)
 
 
-def mcp_http_app(world: type[ToolWorld[Any]]) -> Starlette:
-    """Streamable HTTP at `/mcp`, one episode per MCP session."""
+def mcp_http_app(world: type[ToolWorld[Any]], host: str = "127.0.0.1") -> Starlette:
+    """Streamable HTTP at `/mcp`, one episode per MCP session.
+
+    `host` is the address the server binds: on loopback the SDK turns on its DNS-rebinding protection.
+    """
     server = build_server(world, one_per_process=False)
     server.middleware.append(_refuse_discover)
-    app: Starlette = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=False, host="127.0.0.1")
+    app: Starlette = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=False, host=host)
     return app
 
 

@@ -158,6 +158,11 @@ def _describe(error: Any) -> ArgumentProblem:
     return ArgumentProblem(field=field, problem=problem)
 
 
+# Pydantic string rules that change a value rather than check it: the schema would promise one thing and
+# validation do another (measured: " " passes `minLength: 1`, then fails once stripped).
+_SILENT_TRANSFORMS = ("strip_whitespace", "to_lower", "to_upper")
+
+
 def build_spec(method: Callable[..., Any]) -> ToolSpec:
     """Derive a `ToolSpec` from a method; raise `TypeError` naming what is missing."""
     name = method.__name__
@@ -185,6 +190,13 @@ def build_spec(method: Callable[..., Any]) -> ToolSpec:
     if doc.long_description:
         description = f"{description}\n\n{doc.long_description}"
     arguments = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    for field, info in arguments.model_fields.items():
+        hidden = [key for key in _SILENT_TRANSFORMS for rule in info.metadata if getattr(rule, key, None)]
+        if hidden:
+            raise TypeError(
+                f"{where}: argument '{field}' uses {hidden[0]}, which its JSON Schema cannot show the agent; "
+                "validate with a pattern and normalise inside the tool instead"
+            )
     return ToolSpec(
         name=name,
         description=description,

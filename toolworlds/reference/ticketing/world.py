@@ -31,7 +31,9 @@ from toolworlds.reference.ticketing.tasks import FAMILIES
 from toolworlds.tool import tool
 
 TagName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,29}$")]
-Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+# Not blank. Said with a pattern, not pydantic's strip_whitespace, so that the schema the agent sees and
+# the validation agree (schemathesis found "\x85" passing minLength but failing after a strip).
+Text = Annotated[str, StringConstraints(min_length=1, max_length=2000, pattern=r"\S")]
 
 
 # -- what tools return --------------------------------------------------------------------------
@@ -263,8 +265,8 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
         ticket = Ticket(
             ticket_id=self.state.new_id("T"),
             customer_id=customer_id,
-            subject=subject,
-            description=description,
+            subject=subject.strip(),
+            description=description.strip(),
             team=team,
             priority=priority,
             status="open",
@@ -363,7 +365,7 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
             ticket_id=ticket.ticket_id,
             author=LEAD,
             visibility=visibility,
-            body=body,
+            body=body.strip(),
             created_at=self.state.now,
         )
         self.state.comments[comment.comment_id] = comment
@@ -391,7 +393,7 @@ class TicketingWorld(ScenarioWorld[Helpdesk]):
         if ticket.escalation_level >= MAX_ESCALATION:
             raise ToolError("max_escalation", f"{ticket_id} is already at the top level ({MAX_ESCALATION})")
         ticket.escalation_level += 1
-        ticket.escalation_reason = reason
+        ticket.escalation_reason = reason.strip()
         return self._details(ticket)
 
     @tool
