@@ -7,10 +7,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from toolworlds.serving import launched as served
-
 SPADEWORK = [sys.executable, "-m", "spadework"]
-__all__ = ["SPADEWORK", "OpenAPIContract", "served"]
 
 
 class OpenAPIContract:

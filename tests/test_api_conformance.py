@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import served
 from toolworlds.export import export_world
 from toolworlds.registry import builtin_worlds
+from toolworlds.serving import launched
 
 WORLDS = builtin_worlds()
 
 
 def _schemathesis(name: str, folder: Path, examples: int, seed: int) -> None:
     export_world(WORLDS[name], folder)
-    with served(name) as url:
+    with launched(name) as url:
         result = subprocess.run(
             [sys.executable, "-m", "schemathesis.cli", "run", str(folder / "openapi.json"), "--url", url,
              "--max-examples", str(examples), "--seed", str(seed), "--no-color"],

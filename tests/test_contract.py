@@ -14,6 +14,7 @@ from pydantic import BaseModel, StringConstraints
 from tests.worlds.library import LibraryWorld
 from toolworlds import Brief, Finish, Scorecard, ToolCall, ToolWorld, WorldBugError, call, tool
 from toolworlds.core import replay
+from toolworlds.records import SequentialIds
 from toolworlds.scoring import mentions_amount, numbers_in
 
 
@@ -214,3 +215,10 @@ def test_answer_matching_ignores_identifiers_and_refuses_hedging() -> None:
     assert mentions_amount("You can spend $1,204.50 today.", 1204.5)
     assert not mentions_amount("You can spend $1,204.49 today.", 1204.5)
     assert not mentions_amount("maybe 10, 20, 1204.50, 30 or 40", 1204.5)
+
+
+def test_sequential_ids_announce_the_next_one() -> None:
+    ids = SequentialIds()
+    upcoming = ids.upcoming_id("T")
+    assert ids.new_id("T") == upcoming == "T-1001"
+    assert ids.new_id("P") == "P-1002", "one counter across prefixes, as the reference plans assume"

@@ -13,10 +13,11 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.servers import SPADEWORK, OpenAPIContract, served
+from tests.servers import SPADEWORK, OpenAPIContract
 from toolworlds.core import Finish, ToolCall, replay
 from toolworlds.export import export_world
 from toolworlds.registry import builtin_worlds
+from toolworlds.serving import launched
 
 WORLDS = builtin_worlds()
 
@@ -51,7 +52,7 @@ def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     name = request.param
     export_dir = tmp_path_factory.mktemp(f"export-{name}")
     export_world(WORLDS[name], export_dir)
-    with served(name) as url:
+    with launched(name) as url:
         yield Client(url, export_dir)
 
 

@@ -15,10 +15,11 @@ from jsonschema import Draft202012Validator
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.servers import SPADEWORK, served
+from tests.servers import SPADEWORK
 from toolworlds.core import Finish
 from toolworlds.export import export_world
 from toolworlds.registry import builtin_worlds
+from toolworlds.serving import launched
 
 WORLDS = builtin_worlds()
 pytestmark = pytest.mark.anyio
@@ -106,7 +107,7 @@ async def test_stdio_refusals_are_error_results() -> None:
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
 async def test_streamable_http_plays_whole_tasks_with_isolated_sessions(world: str, schemas: dict[str, Path]) -> None:
-    with served(world, "--mcp") as url:
+    with launched(world, "--mcp") as url:
         async with http_session(url) as first, http_session(url) as second:
             await second.call_tool("start_task", {"seed": 9})
             assert await _play_oracle(first, world, 9, schemas[world]) == 1.0
@@ -125,7 +126,7 @@ async def test_streamable_http_plays_whole_tasks_with_isolated_sessions(world: s
 
 
 async def test_hint_is_given_only_when_asked(schemas: dict[str, Path]) -> None:
-    with served("ticketing", "--mcp") as url:
+    with launched("ticketing", "--mcp") as url:
         async with http_session(url) as session:
             hinted = await session.call_tool("start_task", {"seed": 2, "include_hint": True})
             task: dict[str, Any] | None = hinted.structured_content

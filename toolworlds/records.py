@@ -1,7 +1,7 @@
-"""Helpers for the commonest tool bodies: fetch a record by id, find records by name.
+"""Helpers for the commonest pieces of a world: sequential ids, fetching a record, finding by name.
 
-They raise `ToolError` the way every world should (`not_found`, `invalid_query`), so a world gets the
-conventional refusals in one line and the agent sees the same wording in every world.
+The lookups raise `ToolError` the way every world should (`not_found`, `invalid_query`), so a world gets
+the conventional refusals in one line and the agent sees the same wording in every world.
 """
 
 from __future__ import annotations
@@ -9,9 +9,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
+from pydantic import BaseModel
+
 from toolworlds.core import ToolError
 
 Record = TypeVar("Record")
+
+
+class SequentialIds(BaseModel):
+    """A state whose new records get ids from a counter: deterministic per seed, unlike uuids."""
+
+    next_id: int = 1000
+
+    def new_id(self, prefix: str) -> str:
+        self.next_id += 1
+        return f"{prefix}-{self.next_id}"
+
+    def upcoming_id(self, prefix: str) -> str:
+        """The id `new_id(prefix)` will give next: for a reference plan that names a record a tool will create."""
+        return f"{prefix}-{self.next_id + 1}"
 
 
 def lookup(records: Mapping[str, Record], key: str, what: str) -> Record:

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from toolworlds.records import SequentialIds
 from toolworlds.reference.people import BILLERS, MERCHANTS, email_for, money, person_names
 
 MAX_DAILY_LIMIT = 25_000.0
@@ -60,7 +61,7 @@ class Payee(BaseModel):
     reference: str
 
 
-class Bank(BaseModel):
+class Bank(SequentialIds):
     customers: dict[str, Customer]
     accounts: dict[str, Account]
     holds: dict[str, Hold]
@@ -68,11 +69,6 @@ class Bank(BaseModel):
     payees: dict[str, Payee]
     signed_in: str | None = None
     pin_failures: dict[str, int] = Field(default_factory=dict)
-    next_id: int = 1000
-
-    def new_id(self, prefix: str) -> str:
-        self.next_id += 1
-        return f"{prefix}-{self.next_id}"
 
     def available(self, account_id: str) -> float:
         held = sum(h.amount for h in self.holds.values() if h.account_id == account_id and h.status == "active")

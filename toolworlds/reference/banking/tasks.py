@@ -185,7 +185,7 @@ def pay_bill_maybe_new_payee(bank: Bank, rng: random.Random) -> Goal[Bank]:
     plan: list[ToolCall | Finish] = [*_sign_in(customer), call("list_accounts"), call("list_payees")]
     if is_new:
         plan.append(call("add_payee", name=biller, reference=reference))
-        payee_id = f"P-{bank.next_id + 1}"  # ids are sequential and nothing before add_payee creates one
+        payee_id = bank.upcoming_id("P")  # nothing before add_payee in the plan creates a record
     else:
         payee_id = saved[0].payee_id
     plan += [call("pay_bill", from_account_id=checking.account_id, payee_id=payee_id, amount=amount), Finish()]

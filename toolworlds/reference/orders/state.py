@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from toolworlds.core import ToolError
+from toolworlds.records import SequentialIds
 from toolworlds.reference.people import email_for, person_names
 
 Category = Literal["footwear", "apparel", "kitchen", "electronics", "home", "outdoor"]
@@ -178,7 +179,7 @@ class Refund(BaseModel):
     day: int
 
 
-class Shop(BaseModel):
+class Shop(SequentialIds):
     today: int
     customers: dict[str, Customer]
     products: dict[str, Product]
@@ -187,11 +188,6 @@ class Shop(BaseModel):
     orders: dict[str, Order]
     returns: dict[str, ReturnRequest]
     refunds: dict[str, Refund]
-    next_id: int = 1000
-
-    def new_id(self, prefix: str) -> str:
-        self.next_id += 1
-        return f"{prefix}-{self.next_id}"
 
     def orders_of(self, customer_id: str) -> list[Order]:
         """A customer's orders, newest first (ids grow with time, so the id breaks ties within a day)."""

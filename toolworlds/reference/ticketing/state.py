@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from toolworlds.records import SequentialIds
 from toolworlds.reference.people import email_for, person_names
 
 Tier = Literal["free", "pro", "enterprise"]
@@ -115,17 +116,12 @@ class Comment(BaseModel):
     created_at: int
 
 
-class Helpdesk(BaseModel):
+class Helpdesk(SequentialIds):
     customers: dict[str, Customer]
     agents: dict[str, Agent]
     tickets: dict[str, Ticket]
     comments: dict[str, Comment]
     now: int
-    next_id: int = 1000
-
-    def new_id(self, prefix: str) -> str:
-        self.next_id += 1
-        return f"{prefix}-{self.next_id}"
 
     def load(self, agent_id: str) -> int:
         """How many active tickets an agent holds: what counts against their capacity."""

@@ -258,7 +258,7 @@ def new_ticket_and_assign(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
     subject = _fresh_subject(desk, rng, customer)
     team, priority = SUBJECT_TEAM[subject], rng.choice(PRIORITIES)
     accepted = _least_loaded(desk, team)
-    new_id = f"T-{desk.next_id + 1}"  # ids are sequential and nothing before create_ticket creates one
+    new_id = desk.upcoming_id("T")  # nothing before create_ticket in the plan creates a record
     before = copy_of(desk)
 
     def grade(state: Helpdesk, answer: str | None) -> Scorecard:
@@ -396,7 +396,7 @@ def problem_is_back(desk: Helpdesk, rng: random.Random) -> Goal[Helpdesk]:
                      age=rng.randint(30, 200))  # fmt: skip
     record_comment(desk, old, owner, "public", "This is fixed now; thanks for waiting.")
     reply = "Sorry the problem is back; we are looking into it again."
-    new_id = f"T-{desk.next_id + 1}"  # ids are sequential and nothing before create_ticket creates one
+    new_id = desk.upcoming_id("T")  # nothing before create_ticket in the plan creates a record
     before = copy_of(desk)
 
     def grade_reopen(state: Helpdesk, answer: str | None) -> Scorecard:
