@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from engine import cli as engine_cli
 from spadework import __version__
 from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
@@ -16,6 +17,9 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(toolworld_app, name="toolworld")
+app.command("rollout")(engine_cli.rollout)
+app.command("episodes")(engine_cli.show)
+app.command("mock-server")(engine_cli.mock_server)
 
 
 def _print_version(wanted: bool) -> None:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import structlog
@@ -23,7 +23,7 @@ from toolworlds.core import ToolWorld
 log = structlog.get_logger()
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
     """Bind first, so a taken port fails with one clear line and `port=0` can report the port it got."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -38,7 +38,7 @@ def bind(host: str, port: int) -> socket.socket:
         if error.errno == errno.EADDRINUSE:
             raise typer.BadParameter(f"port {port} on {host} is already in use", param_hint="--port") from None
         raise typer.BadParameter(f"cannot bind {host}:{port}: {error.strerror}", param_hint="--host") from None
-    sock.listen(2048)
+    sock.listen(backlog)
     sock.set_inheritable(True)
     return sock
 
@@ -61,13 +61,18 @@ def serve_mcp_stdio(world: type[ToolWorld[Any]]) -> None:
     run_stdio(world)
 
 
-@contextmanager
-def launched(world: str, *flags: str, timeout: float = 60.0) -> Iterator[str]:
+def launched(world: str, *flags: str, timeout: float = 60.0) -> AbstractContextManager[str]:
     """Run `spadework toolworld serve WORLD FLAGS --port 0` in a subprocess; yield its URL; stop it after.
 
     For tests and benchmarks that must talk to the real server, as a user would start it.
     """
-    command = [sys.executable, "-m", "spadework", "toolworld", "serve", world, *flags, "--port", "0"]
+    return launched_command("toolworld", "serve", world, *flags, "--port", "0", timeout=timeout)
+
+
+@contextmanager
+def launched_command(*arguments: str, timeout: float = 60.0) -> Iterator[str]:
+    """Run `spadework ARGUMENTS` (a server that prints "serving ... on URL"); yield the URL; stop it after."""
+    command = [sys.executable, "-m", "spadework", *arguments]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         yield _announced_url(process, timeout)

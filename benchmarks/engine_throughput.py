@@ -1,0 +1,266 @@
+"""The engine against its ceiling and against the usual alternative, at 1,000 to 10,000 concurrent episodes.
+
+One mock model server with a fixed latency (a real HTTP server in its own process) answers three clients,
+each at the same concurrency, in one run:
+
+(a) spadework: `run_rollout` playing every episode for real (parse, step the world, store each record);
+(b) the ceiling: a bare aiohttp load generator replaying exactly (a)'s requests, with no engine logic;
+(c) the usual alternative: an `asyncio.gather` over the default `AsyncOpenAI` client replaying the same
+    requests (`chat.completions.create`, SDK defaults), stopped after `--alt-limit` seconds.
+
+Each client runs in its own subprocess so peak RSS is its own. Printed per concurrency: turns/s, the
+engine's own overhead per turn (from a reply arriving to the next request leaving: parse, world step,
+bookkeeping, event-loop wait) as p50/p99, peak RSS per live episode, and the ratios a/b and a/c.
+
+    python benchmarks/engine_throughput.py --concurrency 1000 5000 10000 --latency 0.05
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from engine.episode import EPISODE_HEADER, EpisodeSettings
+from engine.store import read_records
+from toolworlds.serving import launched_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _raise_fd_limit() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _peak_rss_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+# -- the three clients, each run as `python engine_throughput.py --client X ...` --------------------
+
+
+def run_spadework(url: str, out: Path, episodes: int, world: str) -> dict[str, Any]:
+    import anyio
+
+    from engine.endpoints import EndpointPool
+    from engine.environments import LocalWorlds
+    from engine.rollout import RolloutPlan, run_rollout
+    from engine.store import TrajectoryStore
+
+    plan = RolloutPlan(run="bench", world=world, tasks=episodes, settings=EpisodeSettings(request_timeout_s=600))
+    worlds = LocalWorlds(world)
+    baseline = _peak_rss_kb()
+
+    async def main() -> float:
+        with TrajectoryStore.open(out, plan) as store:
+            async with EndpointPool.open([url]) as pool:
+                started = time.perf_counter()
+                await run_rollout(plan, store, pool, worlds, concurrency=episodes)
+                return time.perf_counter() - started
+
+    wall = anyio.run(main)
+    records = list(read_records(out))
+    overheads = [
+        later.started_s - (earlier.started_s + earlier.latency_s)
+        for record in records
+        for earlier, later in zip(record.turns, record.turns[1:], strict=False)
+    ]
+    return {
+        "turns": sum(len(record.turns) for record in records),
+        "failed": sum(record.status == "infra_error" for record in records),
+        "wall_s": wall,
+        "overhead_ms": [1000 * value for value in overheads],
+        "rss_kb": _peak_rss_kb() - baseline,
+    }
+
+
+def replay_requests(out: Path) -> list[list[dict[str, Any]]]:
+    """Every request (a) made, per episode: the bodies rebuilt from the stored conversations."""
+    from engine.episode import FINISH_FUNCTION
+    from toolworlds.registry import load_world
+
+    episodes = []
+    tools: list[dict[str, Any]] | None = None
+    for record in read_records(out):
+        if tools is None:
+            tools = [*load_world(record.key.world).openai_tools(), FINISH_FUNCTION]
+        header = f"{record.run}/{record.key.text}"
+        bodies = []
+        for index, message in enumerate(record.messages):
+            if message["role"] == "assistant":
+                body = {"model": "default", "messages": record.messages[:index], "tools": tools, "max_tokens": 512}
+                bodies.append({"header": header, "body": body})
+        episodes.append(bodies)
+    return episodes
+
+
+async def run_aiohttp(url: str, out: Path) -> dict[str, Any]:
+    import aiohttp
+
+    episodes = replay_requests(out)
+    baseline = _peak_rss_kb()
+    turns = failed = 0
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+
+    async def episode(requests: list[dict[str, Any]]) -> None:
+        nonlocal turns, failed
+        for request in requests:
+            headers = {EPISODE_HEADER: request["header"], "Content-Type": "application/json"}
+            async with session.post(url + "/chat/completions", data=json.dumps(request["body"]), headers=headers) as r:
+                json.loads(await r.read())
+                turns += 1
+                failed += r.status != 200
+
+    started = time.perf_counter()
+    await asyncio.gather(*(episode(requests) for requests in episodes))
+    wall = time.perf_counter() - started
+    await session.close()
+    return {"turns": turns, "failed": failed, "wall_s": wall, "rss_kb": _peak_rss_kb() - baseline}
+
+
+async def run_openai(url: str, out: Path, limit_s: float) -> dict[str, Any]:
+    import openai
+
+    episodes = replay_requests(out)
+    baseline = _peak_rss_kb()
+    client = openai.AsyncOpenAI(base_url=url, api_key="none")
+    turns = failed = 0
+
+    async def episode(requests: list[dict[str, Any]]) -> None:
+        nonlocal turns, failed
+        for request in requests:
+            body = request["body"]
+            try:
+                await client.chat.completions.create(
+                    model=body["model"],
+                    messages=body["messages"],
+                    tools=body["tools"],
+                    max_tokens=body["max_tokens"],
+                    extra_headers={EPISODE_HEADER: request["header"]},
+                )
+                turns += 1
+            except openai.OpenAIError:
+                failed += 1
+                return
+
+    started = time.perf_counter()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(episode(requests) for requests in episodes)), limit_s)
+        finished = True
+    except TimeoutError:
+        finished = False
+    wall = time.perf_counter() - started
+    return {"turns": turns, "failed": failed, "wall_s": wall, "rss_kb": _peak_rss_kb() - baseline, "finished": finished}
+
+
+def client_main(args: argparse.Namespace) -> None:
+    _raise_fd_limit()
+    out = Path(args.out)
+    if args.client == "spadework":
+        result = run_spadework(args.url, out, args.episodes, args.world)
+    elif args.client == "aiohttp":
+        result = asyncio.run(run_aiohttp(args.url, out))
+    else:
+        result = asyncio.run(run_openai(args.url, out, args.alt_limit))
+    print(json.dumps(result))
+
+
+# -- the comparison --------------------------------------------------------------------------------
+
+
+def run_client(client: str, out: Path, episodes: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One client in its own process, against a fresh mock server (so no client finds its caches warm)."""
+    known = ("--world", args.world) if ":" in args.world else ()
+    with launched_command("mock-server", "--latency", str(args.latency), *known, "--port", "0") as url:
+        command = [sys.executable, __file__, "--client", client, "--url", url, "--out", str(out)]
+        command += ["--episodes", str(episodes), "--world", args.world, "--alt-limit", str(args.alt_limit)]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=args.alt_limit + 900)
+    if done.returncode != 0:
+        raise SystemExit(f"client {client} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def compare(args: argparse.Namespace) -> None:
+    _raise_fd_limit()
+    console = Console(width=150)
+    table = Table(title=f"engine throughput: mock model with {args.latency * 1000:.0f} ms latency, world {args.world}")
+    for column in ("episodes live", "client", "turns", "failed", "turns/s", "overhead p50 / p99 ms", "RSS / episode"):
+        table.add_column(column, justify="right")
+    table.add_column("ratio")
+    for concurrency in args.concurrency:
+        with tempfile.TemporaryDirectory() as scratch:
+            out = Path(scratch) / "run"
+            console.log(f"{concurrency:,} episodes: (a) spadework")
+            ours = run_client("spadework", out, concurrency, args)
+            console.log(f"{concurrency:,} episodes: (b) bare aiohttp")
+            ceiling = run_client("aiohttp", out, concurrency, args)
+            console.log(f"{concurrency:,} episodes: (c) gather + default AsyncOpenAI")
+            usual = run_client("openai", out, concurrency, args)
+            rate = {name: r["turns"] / r["wall_s"] for name, r in (("a", ours), ("b", ceiling), ("c", usual))}
+            overhead = ours["overhead_ms"]
+            p50, p99 = statistics.median(overhead) if overhead else float("nan"), percentile(overhead, 0.99)
+            rows = [
+                ("(a) spadework", ours, f"{p50:.2f} / {p99:.2f}", ""),
+                ("(b) bare aiohttp", ceiling, "-", f"a/b = {rate['a'] / rate['b']:.2f}"),
+                (
+                    "(c) gather + AsyncOpenAI"
+                    + ("" if usual.get("finished") else f" (stopped at {args.alt_limit:g} s)"),
+                    usual,
+                    "-",
+                    f"a/c = {rate['a'] / rate['c']:.1f}" if rate["c"] else "a/c = inf",
+                ),
+            ]
+            for name, result, overhead_text, ratio in rows:
+                table.add_row(
+                    f"{concurrency:,}",
+                    name,
+                    f"{result['turns']:,}",
+                    f"{result['failed']:,}",
+                    f"{result['turns'] / result['wall_s']:,.0f}",
+                    overhead_text,
+                    f"{result['rss_kb'] / concurrency:,.1f} KB",
+                    ratio,
+                )
+            table.add_section()
+    console.print(table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--latency", type=float, default=0.05, help="Seconds the mock model takes per request.")
+    parser.add_argument("--world", default="banking")
+    parser.add_argument("--alt-limit", type=float, default=180.0, help="Seconds (c) may run before it is stopped.")
+    parser.add_argument("--client", choices=["spadework", "aiohttp", "openai"], help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--episodes", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client:
+        client_main(args)
+    else:
+        compare(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""`spadework rollout` (play episodes against endpoints, into a run directory) and `spadework mock-server`."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Annotated, Literal
+
+import anyio
+import structlog
+import typer
+from rich.console import Console
+
+from engine.endpoints import EndpointPool, RetryPolicy
+from engine.environments import LocalWorlds
+from engine.episode import EpisodeSettings, Mode
+from engine.mock_server import FAULTS, MockSettings, Script, Style
+from engine.report import live_progress, summary_table
+from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
+from engine.store import StoreError, TrajectoryStore, read_plan
+from engine.transport import TransportKind
+from toolworlds.registry import UnknownWorldError
+
+log = structlog.get_logger()
+
+
+def rollout(
+    world: Annotated[str, typer.Option(help="World name, file.py:Class or module:Class.")],
+    endpoint: Annotated[list[str], typer.Option(help="OpenAI base URL (repeat for several servers).")],
+    out: Annotated[Path, typer.Option(help="Run directory; an existing one is resumed.")],
+    tasks: Annotated[int, typer.Option(min=1, help="How many seeds (tasks).")] = 10,
+    samples: Annotated[int, typer.Option(min=1, help="Plays per task (and per hint setting).")] = 1,
+    first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
+    hints: Annotated[Hints, typer.Option(help="Plays without the hint, with it, or both.")] = "plain",
+    model: Annotated[str, typer.Option(help="The model name sent to the server.")] = "default",
+    mode: Annotated[
+        Mode, typer.Option(help="chat (tools; native or text calls) or constrained (JSON schema).")
+    ] = "chat",
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes live at once.")] = 256,
+    max_in_flight: Annotated[int, typer.Option(min=1, help="Requests in flight per endpoint.")] = 4096,
+    max_turns: Annotated[int, typer.Option(min=1)] = 30,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per turn.")] = 512,
+    episode_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per episode.")] = None,
+    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    token_ids: Annotated[bool, typer.Option(help="Ask for token ids and logprobs (vLLM return_token_ids).")] = False,
+    request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")] = 120.0,
+    episode_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per episode.")] = 1800.0,
+    retries: Annotated[int, typer.Option(min=0, help="Extra attempts after a transport failure or 5xx.")] = 3,
+    api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token for the endpoints.")] = "none",
+    transport: Annotated[
+        TransportKind, typer.Option(help="HTTP client: aiohttp on asyncio, or the openai SDK.")
+    ] = "auto",
+    backend: Annotated[Literal["asyncio", "trio"], typer.Option(help="AnyIO backend.")] = "asyncio",
+    run_id: Annotated[str | None, typer.Option(help="Run id (default: kept from --out, or a new one).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
+) -> None:
+    """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""
+    try:
+        worlds = LocalWorlds(world)
+    except UnknownWorldError as error:
+        raise typer.BadParameter(str(error), param_hint="--world") from None
+    if run_id is None:
+        run_id = read_plan(out).get("run") if (out / "run.json").exists() else None
+        run_id = run_id or uuid.uuid4().hex[:12]
+    settings = EpisodeSettings(
+        mode=mode,
+        model=model,
+        max_turns=max_turns,
+        max_tokens_per_turn=max_tokens,
+        max_episode_tokens=episode_tokens,
+        temperature=temperature,
+        request_timeout_s=request_timeout,
+        episode_timeout_s=episode_timeout,
+        token_ids=token_ids,
+    )
+    plan = RolloutPlan(
+        run=run_id,
+        world=world,
+        tasks=tasks,
+        first_seed=first_seed,
+        samples=samples,
+        hints=hints,
+        settings=settings,
+    )
+    try:
+        store = TrajectoryStore.open(out, plan)
+    except StoreError as error:
+        raise typer.BadParameter(str(error), param_hint="--out") from None
+    console = Console(stderr=True)
+    stats = RolloutStats(planned=plan.size)
+    retry = RetryPolicy(attempts=retries + 1)
+
+    async def main() -> None:
+        async with EndpointPool.open(
+            endpoint, api_key=api_key, max_in_flight=max_in_flight, retry=retry, transport=transport
+        ) as pool:
+            await run_rollout(plan, store, pool, worlds, concurrency, stats)
+
+    log.info("rollout starting", run=run_id, out=str(out), planned=plan.size, already_done=len(store.finished))
+    interrupted = False
+    with store, live_progress(stats, console, progress and console.is_terminal):
+        try:
+            anyio.run(main, backend=backend)
+        except KeyboardInterrupt:
+            interrupted = True
+    Console().print(summary_table(stats))  # results on stdout; progress and logs on stderr
+    log.info("rollout finished" if not interrupted else "rollout interrupted", run=run_id, stored=len(store.finished))
+    if interrupted:
+        raise typer.Exit(130)
+
+
+def mock_server(
+    script: Annotated[Script, typer.Option(help="What the scripted model plays.")] = "oracle",
+    style: Annotated[Style, typer.Option(help="native tool_calls, or text: hermes, json, python.")] = "native",
+    latency: Annotated[float, typer.Option(min=0.0, help="Seconds before each answer.")] = 0.0,
+    fault_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of requests given a fault.")] = 0.0,
+    faults: Annotated[str, typer.Option(help=f"Comma-separated fault kinds: {', '.join(FAULTS)}.")] = ",".join(FAULTS),
+    hang: Annotated[float, typer.Option(min=0.0, help="How long a 'hang' fault waits.")] = 3600.0,
+    drift: Annotated[bool, typer.Option(help="Re-render past tool calls differently (token drift).")] = False,
+    world: Annotated[list[str], typer.Option(help="Extra worlds to know (file.py:Class).")] = [],  # noqa: B006
+    seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8800,
+) -> None:
+    """A scripted OpenAI-compatible model server for tests and benchmarks (not a model)."""
+    from aiohttp import web
+
+    from engine.mock_server import build_app
+    from toolworlds.serving import bind
+
+    kinds = tuple(kind.strip() for kind in faults.split(",") if kind.strip())
+    for kind in kinds:
+        _choice("--faults", kind, FAULTS)
+    settings = MockSettings(
+        script=script,
+        style=style,
+        latency_s=latency,
+        fault_rate=fault_rate,
+        faults=kinds,
+        hang_s=hang,
+        drift=drift,
+        seed=seed,
+        worlds=tuple(world),
+    )
+    sock = bind(host, port, backlog=16384)  # thousands of clients connect at once in the benchmarks
+    bound_host, bound_port = sock.getsockname()[:2]
+    print(f"serving mock model on http://{bound_host}:{bound_port}/v1", flush=True)
+    web.run_app(build_app(settings), sock=sock, print=None, access_log=None, handle_signals=True)
+
+
+def show(
+    out: Annotated[Path, typer.Argument(help="A rollout's run directory.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON record per line instead of a table.")] = False,
+) -> None:
+    """List a run's stored episodes."""
+    from rich.table import Table
+
+    from engine.store import read_records
+
+    try:
+        records = read_records(out)
+        if as_json:
+            for record in records:
+                sys.stdout.write(record.model_dump_json() + "\n")
+            return
+        table = Table(title=str(out))
+        for column in ("episode", "status", "cause", "reward", "turns", "calls", "malformed"):
+            table.add_column(column)
+        for record in records:
+            reward = "-" if record.reward is None else f"{record.reward:.2f}"
+            row = (record.key.text, record.status, record.cause or "", reward)
+            table.add_row(*row, str(len(record.turns)), str(record.tool_calls), str(record.malformed_turns))
+    except StoreError as error:
+        raise typer.BadParameter(str(error), param_hint="OUT") from None
+    Console().print(table)
+
+
+def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}", param_hint=option)

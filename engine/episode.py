@@ -1,0 +1,282 @@
+"""One episode: reset, then model -> parse -> step -> observation, until the episode ends one way or another.
+
+Every way it can end has a defined record (see `engine.trajectory`): the agent finishes (`ok`); the
+world's step limit, the engine's turn limit or the token budget stops it (`truncated`, scored on the state
+reached); the endpoint gives no usable answer after its retries, the episode outlives its deadline, or the
+world's code crashes (`infra_error`, no reward). Replies that cannot be read as calls are shown to the
+agent as an error and counted; they are the agent's mistakes, not infrastructure's.
+
+History is sent back exactly as the server produced it: an assistant message is echoed with its content
+and `tool_calls` untouched (the argument strings are not re-serialised), so a server that renders the
+conversation sees the same text it sampled.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.endpoints import Answer, Endpoint, EndpointPool
+from engine.environments import Environment
+from engine.parsing import (
+    FINISH_TOOL,
+    ParsedCall,
+    ParsedReply,
+    constrained_response_format,
+    parse_constrained,
+    parse_native,
+)
+from engine.trajectory import EpisodeKey, EpisodeRecord, Status, TokenTrace, Turn
+from engine.transport import EndpointFailure
+from toolworlds.core import Finish, StepResult, Task, ToolCall, WorldBugError, error_observation
+
+Mode = Literal["chat", "constrained"]
+
+AGENT_RULES = (
+    "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
+    f"When the task is done, call `{FINISH_TOOL}`, with `answer` set when the task asks a question."
+)
+FINISH_FUNCTION: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": FINISH_TOOL,
+        "description": "End the task. Give `answer` when the task asks a question.",
+        "parameters": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "The answer to the task's question."}},
+        },
+    },
+}
+EPISODE_HEADER = "X-Spadework-Episode"
+
+
+class EpisodeSettings(BaseModel):
+    """How episodes talk to the model and when they stop."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Mode = "chat"
+    model: str = "default"
+    max_turns: int = 30
+    max_tokens_per_turn: int = 512
+    max_episode_tokens: int | None = None
+    temperature: float = 1.0
+    request_timeout_s: float = 120.0
+    episode_timeout_s: float = 1800.0
+    token_ids: bool = False
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class _EpisodeEnded(Exception):
+    def __init__(
+        self,
+        status: Status,
+        cause: str | None,
+        reward: float | None = None,
+        scorecard: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.status, self.cause, self.reward, self.scorecard, self.detail = status, cause, reward, scorecard, detail
+
+
+def opening_messages(env: Environment, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
+    """System rules (and, in constrained mode, the tool list, since no `tools` field is sent) and the task."""
+    system = f"{env.description}\n\n{AGENT_RULES}"
+    if mode == "constrained":
+        listing = json.dumps([entry["function"] for entry in [*env.tools, FINISH_FUNCTION]], indent=1)
+        system += f'\n\nReply with one JSON object {{"name": <tool>, "arguments": {{...}}}}. The tools:\n{listing}'
+    user = task.instruction if not hinted else f"{task.instruction}\n\nHint: {task.hint}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+class Episode:
+    """Plays one key against one environment through one (sticky) endpoint."""
+
+    def __init__(
+        self, run: str, key: EpisodeKey, env: Environment, pool: EndpointPool, settings: EpisodeSettings
+    ) -> None:
+        self.run, self.key, self.env, self.pool, self.settings = run, key, env, pool, settings
+        self.messages: list[dict[str, Any]] = []
+        self.turns: list[Turn] = []
+        self.tool_calls = 0
+        self.malformed_turns = 0
+        self.tokens = TokenTrace() if settings.token_ids else None
+        self._tools = [*env.tools, FINISH_FUNCTION]
+        self._response_format = constrained_response_format(self._tools) if settings.mode == "constrained" else None
+        self._headers = {EPISODE_HEADER: f"{run}/{key.text}"}
+        self._tokens_used = 0
+
+    async def play(self) -> EpisodeRecord:
+        started_at, started = time.time(), time.perf_counter()
+        ended: _EpisodeEnded
+        with anyio.move_on_after(self.settings.episode_timeout_s) as deadline, self.pool.sticky() as endpoint:
+            try:
+                await self._run(endpoint, started)
+                raise AssertionError("unreachable: _run always ends with _EpisodeEnded")
+            except _EpisodeEnded as end:
+                ended = end
+            except EndpointFailure as failure:
+                ended = _EpisodeEnded("infra_error", f"endpoint:{failure.cause}", detail=failure.detail)
+            except WorldBugError as bug:
+                ended = _EpisodeEnded("infra_error", "world_bug", detail=str(bug))
+        if deadline.cancelled_caught:
+            limit = self.settings.episode_timeout_s
+            ended = _EpisodeEnded("infra_error", "episode_timeout", detail=f"the episode outlived its {limit:g} s")
+        return EpisodeRecord(
+            run=self.run,
+            key=self.key,
+            mode=self.settings.mode,
+            model=self.settings.model,
+            status=ended.status,
+            cause=ended.cause,
+            detail=ended.detail,
+            reward=ended.reward,
+            scorecard=ended.scorecard,
+            messages=self.messages,
+            turns=self.turns,
+            tool_calls=self.tool_calls,
+            malformed_turns=self.malformed_turns,
+            tokens=self.tokens,
+            started_at=started_at,
+            duration_s=time.perf_counter() - started,
+        )
+
+    async def _run(self, endpoint: Endpoint, started: float) -> None:
+        task = await self.env.reset(self.key.seed)
+        self.messages = opening_messages(self.env, task, self.key.hinted, self.settings.mode)
+        for index in range(self.settings.max_turns):
+            turn_started = time.perf_counter() - started
+            answer = await self.pool.post(
+                endpoint, "/chat/completions", self._request(), self._headers, self.settings.request_timeout_s
+            )
+            turn = Turn(index=index, endpoint=endpoint.url, started_s=turn_started, latency_s=0.0, attempts=1)
+            self.turns.append(turn)
+            reply = self._read(answer, turn)
+            env_started = time.perf_counter()
+            try:
+                await self._act(reply, turn)
+            finally:
+                turn.env_s = time.perf_counter() - env_started
+            budget = self.settings.max_episode_tokens
+            if budget is not None and self._tokens_used >= budget:
+                await self._end_on_state("token_budget")
+        await self._end_on_state("turn_limit")
+
+    def _request(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": self.messages,
+            "max_tokens": self.settings.max_tokens_per_turn,
+            "temperature": self.settings.temperature,
+        }
+        if self._response_format is not None:
+            body["response_format"] = self._response_format
+        else:
+            body["tools"] = self._tools
+        if self.settings.token_ids:
+            body["return_token_ids"] = True
+            body["logprobs"] = True
+        body.update(self.settings.extra_body)
+        return body
+
+    def _read(self, answer: Answer, turn: Turn) -> ParsedReply:
+        """Record the turn's costs and tokens, keep the assistant message verbatim, and parse it."""
+        body = answer.body
+        turn.latency_s, turn.attempts = answer.latency_s, answer.attempts
+        try:
+            choice = body["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise EndpointFailure("bad_response", "the answer has no choices[0].message", retryable=False) from None
+        turn.finish_reason = choice.get("finish_reason")
+        usage = body.get("usage") or {}
+        turn.prompt_tokens, turn.completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        self._tokens_used = (turn.prompt_tokens or 0) + (turn.completion_tokens or 0)
+        if self.tokens is not None:
+            self._trace_tokens(body, choice, turn)
+        kept = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            kept["tool_calls"] = message["tool_calls"]
+        self.messages.append(kept)
+        if self.settings.mode == "constrained":
+            return parse_constrained(message.get("content") or "")
+        return parse_native(message)
+
+    def _trace_tokens(self, body: dict[str, Any], choice: dict[str, Any], turn: Turn) -> None:
+        assert self.tokens is not None
+        prompt_ids, sampled_ids = body.get("prompt_token_ids"), choice.get("token_ids")
+        if not isinstance(prompt_ids, list) or not isinstance(sampled_ids, list):
+            turn.problems.append("the server returned no token ids (prompt_token_ids / token_ids)")
+            return
+        content = (choice.get("logprobs") or {}).get("content") or []
+        logprobs = [float(entry.get("logprob", float("nan"))) for entry in content]
+        self.tokens.add_turn(turn.index, prompt_ids, sampled_ids, logprobs)
+
+    async def _act(self, reply: ParsedReply, turn: Turn) -> None:
+        """Run the calls in order; show problems to the agent; a reply with neither is a final answer."""
+        if not reply.calls and not reply.problems:
+            await self._step(Finish(answer=reply.text or None), turn)
+            return
+        native = bool(self.messages[-1].get("tool_calls"))
+        results: list[str] = []
+        for position, call in enumerate(reply.calls):
+            if call.problem:
+                content = json.dumps(error_observation("malformed_call", call.problem))
+            elif call.name == FINISH_TOOL:
+                answer = call.arguments.get("answer")
+                await self._step(Finish(answer=None if answer is None else str(answer)), turn)
+            else:
+                turn.tool_calls += 1
+                self.tool_calls += 1
+                result = await self._step(ToolCall(name=call.name, arguments=call.arguments), turn)
+                content = json.dumps(result.observation)
+            if native:
+                self.messages.append(
+                    {"role": "tool", "tool_call_id": _call_id(call, turn, position), "content": content}
+                )
+            else:
+                results.append(content)
+        if reply.problems:
+            turn.problems.extend(reply.problems)
+            self.malformed_turns += 1
+        # A native call that failed already has its error in its own tool message.
+        loose_problems = [] if native else reply.problems
+        feedback = self._feedback(results, loose_problems)
+        if feedback:
+            self.messages.append({"role": "user", "content": feedback})
+
+    def _feedback(self, results: list[str], problems: list[str]) -> str:
+        """Tool results for calls written as text, and what was wrong with the reply, as one user message."""
+        parts = [f"<tool_response>\n{content}\n</tool_response>" for content in results]
+        if problems:
+            names = ", ".join(entry["function"]["name"] for entry in self._tools)
+            parts.append("Your reply could not be used: " + "; ".join(problems) + f". Call one of the tools ({names}).")
+        return "\n".join(parts)
+
+    async def _step(self, action: ToolCall | Finish, turn: Turn) -> StepResult:
+        result = await self.env.step(action)
+        if result.done:
+            scorecard = result.info.get("scorecard")
+            status: Status = "ok" if result.terminated else "truncated"
+            cause = None if result.terminated else "step_limit"
+            raise _EpisodeEnded(status, cause, result.reward, str(scorecard) if scorecard is not None else None)
+        return result
+
+    async def _end_on_state(self, cause: str) -> None:
+        score, scorecard = await self.env.score()
+        raise _EpisodeEnded("truncated", cause, score, scorecard)
+
+
+def _call_id(call: ParsedCall, turn: Turn, position: int) -> str:
+    return call.id or f"call_{turn.index}_{position}"
+
+
+async def play_episode(
+    run: str, key: EpisodeKey, env: Environment, pool: EndpointPool, settings: EpisodeSettings
+) -> EpisodeRecord:
+    """Play `key` to its end and return its record; never raises for anything the model or server did."""
+    return await Episode(run, key, env, pool, settings).play()

@@ -1,0 +1,273 @@
+"""A scripted OpenAI-compatible server on loopback: test and benchmark infrastructure, not a model.
+
+It answers `/v1/chat/completions` as a tool-calling model would. Its "model" is a script that reads the
+episode from the `X-Spadework-Episode` header the engine sends (`run/role/world/seed/hinted/sample`):
+
+- `oracle` plays the world's reference solution, one call per turn (the turn is the number of earlier
+  assistant replies that held a usable call, so an injected malformed reply is simply repeated);
+- `random` calls random tools with schema-shaped arguments (`toolworlds.policies.RandomPolicy`);
+- `malformed` only ever writes broken calls.
+
+Calls come back as native `tool_calls`, or as text in one of the protocols the engine parses (`--style`);
+a request with a JSON-schema `response_format` gets the bare JSON object. Latency and faults (5xx,
+hangs past the client's deadline, dropped connections, a 200 with garbage for a body, malformed calls)
+are injected at configured rates. Like vLLM with `return_token_ids`, it returns the prompt's and the
+completion's token ids and per-token logprobs, from a byte-level "tokenizer" over a fixed chat template
+(`render`), so the engine's token accounting can be checked exactly. `--drift` re-renders past tool-call
+arguments differently, as a server with a non-prefix-preserving template would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+from aiohttp import web
+
+from engine.episode import EPISODE_HEADER
+from engine.parsing import FINISH_TOOL, parse_constrained, parse_native
+from toolworlds.core import Finish, ToolCall, ToolWorld
+from toolworlds.policies import RandomPolicy
+from toolworlds.registry import load_world
+
+Script = Literal["oracle", "random", "malformed"]
+Style = Literal["native", "hermes", "json", "python"]
+FAULTS = ("5xx", "hang", "drop", "garbage", "malformed")
+
+
+@dataclass
+class MockSettings:
+    script: Script = "oracle"
+    style: Style = "native"
+    latency_s: float = 0.0
+    fault_rate: float = 0.0
+    faults: tuple[str, ...] = FAULTS
+    hang_s: float = 3600.0
+    drift: bool = False
+    seed: int = 0
+    worlds: tuple[str, ...] = ()
+
+
+@dataclass
+class MockStats:
+    requests: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+
+
+# -- the byte-level template -----------------------------------------------------------------------
+
+
+def _assistant_body(message: dict[str, Any], drift: bool = False) -> str:
+    text = message.get("content") or ""
+    for entry in message.get("tool_calls") or []:
+        function = entry.get("function") or {}
+        arguments = function.get("arguments") or ""
+        if drift:
+            with contextlib.suppress(json.JSONDecodeError):
+                arguments = json.dumps(json.loads(arguments), sort_keys=True)
+        text += f"<tool_call>{function.get('name')}:{arguments}</tool_call>"
+    return text
+
+
+def render(messages: list[dict[str, Any]], drift: bool = False) -> str:
+    """The mock's chat template: `<|role|>body<|end|>` per message."""
+    parts = []
+    for message in messages:
+        role = message.get("role", "user")
+        body = _assistant_body(message, drift) if role == "assistant" else str(message.get("content") or "")
+        parts.append(f"<|{role}|>{body}<|end|>")
+    return "".join(parts)
+
+
+def token_ids(text: str) -> list[int]:
+    return list(text.encode())
+
+
+def fake_logprob(token: int) -> float:
+    return -0.05 * (token % 13 + 1)
+
+
+# -- the scripted model ----------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _world_class(spec: str) -> type[ToolWorld[Any]]:
+    return load_world(spec)
+
+
+@lru_cache(maxsize=16384)
+def _plan(world_spec: str, seed: int) -> list[ToolCall | Finish]:
+    world = _world_class(world_spec)()
+    world.reset(seed)
+    return world.solution()
+
+
+def _usable_turns(messages: list[dict[str, Any]], constrained: bool) -> int:
+    count = 0
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        reply = parse_constrained(message.get("content") or "") if constrained else parse_native(message)
+        if reply.calls and not reply.problems:
+            count += 1
+    return count
+
+
+class MockModel:
+    def __init__(self, settings: MockSettings) -> None:
+        self.settings = settings
+        self.stats = MockStats()
+        self._rng = random.Random(settings.seed)
+        self._ids = itertools.count()
+        self._world_specs = {_world_class(spec).name: spec for spec in settings.worlds}
+
+    def _spec(self, world: str) -> str:
+        return self._world_specs.get(world, world)
+
+    def next_action(self, episode: list[str], messages: list[dict[str, Any]], constrained: bool) -> ToolCall | Finish:
+        _, _, world, seed, _, sample = episode
+        spec = self._spec(world)
+        turn = _usable_turns(messages, constrained)
+        if self.settings.script == "oracle":
+            plan = _plan(spec, int(seed))
+            return plan[turn] if turn < len(plan) else Finish()
+        instance = _world_class(spec)()
+        task = instance.reset(int(seed))
+        policy = RandomPolicy(seed=hash((seed, sample, turn)) & 0xFFFF_FFFF)
+        policy.start(instance, task)
+        return policy.act(None)
+
+    def reply(self, episode: list[str], body: dict[str, Any], malformed: bool) -> dict[str, Any]:
+        """The assistant message for this request."""
+        messages = body.get("messages") or []
+        constrained = (body.get("response_format") or {}).get("type") == "json_schema"
+        if malformed or self.settings.script == "malformed":
+            return {"role": "assistant", "content": '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'}
+        action = self.next_action(episode, messages, constrained)
+        name, arguments = (
+            (action.name, dict(action.arguments))
+            if isinstance(action, ToolCall)
+            else (FINISH_TOOL, {} if action.answer is None else {"answer": action.answer})
+        )
+        if constrained:
+            return {"role": "assistant", "content": json.dumps({"name": name, "arguments": arguments})}
+        style = self.settings.style
+        if style == "native":
+            function = {"name": name, "arguments": json.dumps(arguments, separators=(",", ":"))}
+            call = {"id": f"call_{next(self._ids)}", "type": "function", "function": function}
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        if style == "hermes":
+            text = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+        elif style == "json":
+            text = json.dumps({"name": name, "arguments": arguments})
+        else:
+            keywords = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+            text = f"[{name}({keywords})]"
+        return {"role": "assistant", "content": text}
+
+    def completion(self, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+        prompt = token_ids(render(body.get("messages") or [], self.settings.drift) + "<|assistant|>")
+        sampled = token_ids(_assistant_body(message) + "<|end|>")
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": message,
+            "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+        }
+        answer: dict[str, Any] = {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "mock"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(sampled),
+                "total_tokens": len(prompt) + len(sampled),
+            },
+        }
+        if body.get("return_token_ids"):
+            answer["prompt_token_ids"] = prompt
+            choice["token_ids"] = sampled
+        if body.get("logprobs"):
+            choice["logprobs"] = {
+                "content": [
+                    {"token": chr(t), "logprob": fake_logprob(t), "bytes": [t], "top_logprobs": []} for t in sampled
+                ]
+            }
+        return answer
+
+    def draw_fault(self) -> str | None:
+        if self.settings.fault_rate <= 0 or self._rng.random() >= self.settings.fault_rate:
+            return None
+        return self._rng.choice(self.settings.faults)
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+
+def _error(status: int, message: str) -> web.Response:
+    body = {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+    return web.json_response(body, status=status)
+
+
+def _episode_fields(header: str) -> list[str] | None:
+    """`run/role/world/seed/hinted/sample` split into six, the world (a file path, maybe) keeping its slashes."""
+    head = header.split("/", 2)
+    if len(head) != 3:
+        return None
+    tail = head[2].rsplit("/", 3)
+    return [*head[:2], *tail] if len(tail) == 4 else None
+
+
+def build_app(settings: MockSettings) -> web.Application:
+    model = MockModel(settings)
+
+    async def chat_completions(request: web.Request) -> web.StreamResponse:
+        model.stats.requests += 1
+        try:
+            body = json.loads(await request.read())
+        except json.JSONDecodeError as error:
+            return _error(400, f"the request body is not JSON: {error}")
+        episode = _episode_fields(request.headers.get(EPISODE_HEADER, ""))
+        if episode is None:
+            return _error(400, f"the mock model needs the {EPISODE_HEADER} header (run/role/world/seed/hinted/sample)")
+        if settings.latency_s:
+            await asyncio.sleep(settings.latency_s)
+        fault = model.draw_fault()
+        if fault is not None:
+            model.stats.faults[fault] += 1
+        if fault == "5xx":
+            return _error(503, "injected fault: server overloaded")
+        if fault == "hang":
+            await asyncio.sleep(settings.hang_s)
+        if fault == "drop":
+            assert request.transport is not None
+            request.transport.abort()
+            raise ConnectionResetError("injected fault: connection dropped")
+        if fault == "garbage":
+            return web.Response(body=b'{"choices": [{"mess', content_type="application/json")
+        message = model.reply(episode, body, malformed=fault == "malformed")
+        return web.json_response(model.completion(body, message))
+
+    async def models(request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "spadework"}]}
+        )
+
+    async def stats(request: web.Request) -> web.Response:
+        return web.json_response({"requests": model.stats.requests, "faults": dict(model.stats.faults)})
+
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/models", models)
+    app.router.add_get("/stats", stats)
+    app.router.add_get("/health", lambda request: web.json_response({"status": "ok"}))  # type: ignore[arg-type,return-value]
+    return app

@@ -1,0 +1,76 @@
+"""What a person watches while a rollout runs (a live line) and reads after it (a summary table)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from engine.rollout import RolloutStats
+
+
+def _status_line(stats: RolloutStats) -> str:
+    elapsed = max(stats.elapsed_s, 1e-9)
+    return (
+        f"live {stats.live:,}  failed {stats.statuses['infra_error']:,}  "
+        f"turns/s {stats.turns / elapsed:,.0f}  tokens/s {stats.completion_tokens / elapsed:,.0f}"
+    )
+
+
+@contextmanager
+def live_progress(stats: RolloutStats, console: Console, enabled: bool) -> Iterator[None]:
+    """A progress bar fed from `stats` by a small thread, so nothing runs on the event loop's path."""
+    if not enabled:
+        yield
+        return
+    columns = (TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"))
+    with Progress(*columns, TimeElapsedColumn(), console=console, refresh_per_second=4) as progress:
+        handle = progress.add_task("rollout", total=stats.planned, status="")
+        stop = threading.Event()
+
+        def pump() -> None:
+            while True:
+                progress.update(handle, completed=stats.skipped + stats.done, status=_status_line(stats))
+                if stop.wait(0.25):
+                    return
+
+        thread = threading.Thread(target=pump, name="rollout-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            progress.update(handle, completed=stats.skipped + stats.done, status=_status_line(stats))
+
+
+def summary_table(stats: RolloutStats) -> Table:
+    table = Table(title="rollout", show_header=True)
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    elapsed = max(stats.elapsed_s, 1e-9)
+    mean = stats.mean_reward
+    rows = [
+        ("episodes planned", f"{stats.planned:,}"),
+        ("already on disk (skipped)", f"{stats.skipped:,}"),
+        ("finished now", f"{stats.done:,}"),
+        ("  ok", f"{stats.statuses['ok']:,}"),
+        ("  truncated", f"{stats.statuses['truncated']:,}"),
+        ("  infra_error", f"{stats.statuses['infra_error']:,}"),
+        ("mean reward (ok + truncated)", "-" if mean is None else f"{mean:.3f}"),
+        ("turns", f"{stats.turns:,}"),
+        ("tool calls", f"{stats.tool_calls:,}"),
+        ("malformed turns", f"{stats.malformed_turns:,}"),
+        ("token traces with drift", f"{stats.drifted:,}"),
+        ("turns/s", f"{stats.turns / elapsed:,.1f}"),
+        ("completion tokens/s", f"{stats.completion_tokens / elapsed:,.1f}"),
+        ("wall time", f"{elapsed:.1f} s"),
+    ]
+    rows += [(f"cause: {cause}", f"{count:,}") for cause, count in sorted(stats.causes.items())]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table

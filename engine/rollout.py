@@ -1,0 +1,133 @@
+"""Run many episodes at once: a plan, a bounded number live at a time, each written as it finishes.
+
+A `RolloutPlan` names every episode (world x seeds x samples x hinted/plain) and how it is played; it is
+stored with the run so a resumed run plays exactly the keys that are not on disk yet. At most
+`concurrency` episodes are live; new ones start only as others finish, so memory stays bounded however
+long the plan. Cancelling the run (Ctrl-C) cancels the live episodes, and everything that finished
+before is already in the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.endpoints import EndpointPool
+from engine.environments import Environment
+from engine.episode import EpisodeSettings, play_episode
+from engine.store import TrajectoryStore
+from engine.trajectory import EpisodeKey, EpisodeRecord
+
+Hints = Literal["plain", "hinted", "both"]
+
+
+class RolloutPlan(BaseModel):
+    """Which episodes a run plays and how; stored as the run's `run.json`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str
+    world: str
+    tasks: int = Field(gt=0)
+    first_seed: int = 0
+    samples: int = Field(default=1, gt=0)
+    hints: Hints = "plain"
+    settings: EpisodeSettings = Field(default_factory=EpisodeSettings)
+
+    def episodes(self) -> Iterator[EpisodeKey]:
+        hinted = {"plain": (False,), "hinted": (True,), "both": (False, True)}[self.hints]
+        for seed in range(self.first_seed, self.first_seed + self.tasks):
+            for with_hint in hinted:
+                for sample in range(self.samples):
+                    yield EpisodeKey(world=self.world, seed=seed, sample=sample, hinted=with_hint)
+
+    @property
+    def size(self) -> int:
+        return self.tasks * self.samples * (2 if self.hints == "both" else 1)
+
+
+@dataclass
+class RolloutStats:
+    """Live counters (for the progress display) and the end-of-run summary."""
+
+    planned: int
+    skipped: int = 0
+    live: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    causes: Counter[str] = field(default_factory=Counter)
+    turns: int = 0
+    tool_calls: int = 0
+    malformed_turns: int = 0
+    completion_tokens: int = 0
+    reward_sum: float = 0.0
+    rewarded: int = 0
+    drifted: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
+
+    def add(self, record: EpisodeRecord) -> None:
+        self.statuses[record.status] += 1
+        if record.cause:
+            self.causes[record.cause] += 1
+        self.turns += len(record.turns)
+        self.tool_calls += record.tool_calls
+        self.malformed_turns += record.malformed_turns
+        self.completion_tokens += sum(turn.completion_tokens or 0 for turn in record.turns)
+        if record.reward is not None:
+            self.reward_sum += record.reward
+            self.rewarded += 1
+        if record.tokens is not None and not record.tokens.exact:
+            self.drifted += 1
+
+    @property
+    def done(self) -> int:
+        return sum(self.statuses.values())
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.ended or time.perf_counter()) - self.started
+
+    @property
+    def mean_reward(self) -> float | None:
+        return self.reward_sum / self.rewarded if self.rewarded else None
+
+
+async def run_rollout(
+    plan: RolloutPlan,
+    store: TrajectoryStore,
+    pool: EndpointPool,
+    environments: Callable[[], Environment],
+    concurrency: int,
+    stats: RolloutStats | None = None,
+) -> RolloutStats:
+    """Play every key of `plan` not yet in `store`, at most `concurrency` at a time."""
+    stats = stats or RolloutStats(planned=plan.size)
+    slots = anyio.Semaphore(concurrency)
+
+    async def one(key: EpisodeKey) -> None:
+        try:
+            record = await play_episode(plan.run, key, environments(), pool, plan.settings)
+            store.append(record)
+            stats.add(record)
+        finally:
+            stats.live -= 1
+            slots.release()
+
+    try:
+        async with anyio.create_task_group() as group:
+            for key in plan.episodes():
+                if key.text in store.finished:
+                    stats.skipped += 1
+                    continue
+                await slots.acquire()
+                stats.live += 1
+                group.start_soon(one, key)
+    finally:
+        stats.ended = time.perf_counter()
+    return stats

@@ -1,0 +1,128 @@
+"""The trajectory store: one run directory, an append-only JSONL of finished episodes, and a reader.
+
+    RUN_DIR/run.json         what the run is (its plan); a resumed run must match it
+    RUN_DIR/episodes.jsonl   one `EpisodeRecord` per line, appended as each episode finishes
+
+Each record is written with a single `write` and flushed at once, so a process killed with SIGKILL
+loses at most the line it was writing. Opening the store again repairs such a torn last line (it is cut
+off and counted) and reports which episode keys are finished, so a resumed run repeats none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from engine.trajectory import EpisodeRecord
+
+log = structlog.get_logger()
+
+PLAN_FILE = "run.json"
+EPISODES_FILE = "episodes.jsonl"
+
+
+class StoreError(Exception):
+    """The run directory cannot be used as asked (a different plan, or an unreadable record)."""
+
+
+class TrajectoryStore:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.path = directory / EPISODES_FILE
+        self.finished: set[str] = set()
+        self.torn_lines = 0
+        self._file: IO[bytes] | None = None
+
+    @classmethod
+    def open(cls, directory: Path, plan: BaseModel) -> TrajectoryStore:
+        """Create the run directory, or reopen it to resume; refuse if it holds a different plan."""
+        directory.mkdir(parents=True, exist_ok=True)
+        plan_path = directory / PLAN_FILE
+        wanted = plan.model_dump(mode="json")
+        if plan_path.exists():
+            held = json.loads(plan_path.read_text())
+            if held != wanted:
+                changed = sorted(k for k in set(held) | set(wanted) if held.get(k) != wanted.get(k))
+                raise StoreError(
+                    f"{directory} holds a run with a different plan (differs in: {', '.join(changed)}); "
+                    "resume with the same options or choose another --out"
+                )
+        else:
+            plan_path.write_text(json.dumps(wanted, indent=2) + "\n")
+        store = cls(directory)
+        store._recover()
+        store._file = store.path.open("ab")
+        return store
+
+    def _recover(self) -> None:
+        """Cut a torn last line (from a killed writer) and learn which keys are finished."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        complete = data.rfind(b"\n") + 1
+        if complete < len(data):
+            self.torn_lines = 1
+            log.warning("torn last record cut", path=str(self.path), bytes=len(data) - complete)
+            with self.path.open("r+b") as handle:
+                handle.truncate(complete)
+        for number, record in enumerate(_records(data[:complete], self.path), start=1):
+            key = record.key.text
+            if key in self.finished:
+                raise StoreError(f"{self.path}:{number}: episode {key} is recorded twice")
+            self.finished.add(key)
+
+    def append(self, record: EpisodeRecord) -> None:
+        """Write one finished episode; it is on disk (in the page cache) when this returns."""
+        if self._file is None:
+            raise StoreError("the store is closed")
+        self._file.write(record.model_dump_json().encode() + b"\n")
+        self._file.flush()
+        self.finished.add(record.key.text)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> TrajectoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_records(directory: Path) -> Iterator[EpisodeRecord]:
+    """Stream a run's records in the order they finished (a torn last line, if any, is skipped)."""
+    path = directory / EPISODES_FILE
+    if not path.exists():
+        raise StoreError(f"{directory} has no {EPISODES_FILE}; is it a rollout's --out directory?")
+    with path.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n"):
+                return
+            yield _parse(line, path, number)
+
+
+def _records(data: bytes, path: Path) -> Iterator[EpisodeRecord]:
+    for number, line in enumerate(data.splitlines(), start=1):
+        yield _parse(line, path, number)
+
+
+def _parse(line: bytes, path: Path, number: int) -> EpisodeRecord:
+    try:
+        return EpisodeRecord.model_validate_json(line)
+    except ValidationError as error:
+        raise StoreError(f"{path}:{number}: not an episode record: {error.errors()[0]['msg']}") from None
+
+
+def read_plan(directory: Path) -> dict[str, Any]:
+    plan: dict[str, Any] = json.loads((directory / PLAN_FILE).read_text())
+    return plan

@@ -1,0 +1,102 @@
+"""`spadework rollout` as a user runs it: kill -9 and resume, Ctrl-C, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.engine.conftest import mock_model
+from tests.servers import SPADEWORK
+
+WIDE = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}
+
+
+@pytest.fixture(scope="module")
+def slow_url() -> Iterator[str]:
+    with mock_model("--latency", "0.04") as url:
+        yield url
+
+
+def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run a command with a wide terminal, so rich does not wrap error messages across box lines."""
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=WIDE)
+
+
+def rollout_command(url: str, out: Path, *extra: str) -> list[str]:
+    return [*SPADEWORK, "rollout", "--world", "banking", "--endpoint", url, "--out", str(out), "--no-progress", *extra]
+
+
+def wait_for_lines(path: Path, count: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{path} did not reach {count} lines")
+
+
+def test_kill_9_mid_run_then_resume_repeats_nothing_and_loses_nothing(tmp_path: Path, slow_url: str) -> None:
+    episodes = tmp_path / "episodes.jsonl"
+    command = rollout_command(slow_url, tmp_path, "--tasks", "150", "--concurrency", "6")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_lines(episodes, 20)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = episodes.read_bytes()
+    finished_before = before.count(b"\n")
+    assert finished_before < 150, "the run must be killed mid-way for this test to mean anything"
+
+    resumed = run(command)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"already_done={finished_before}" in resumed.stderr
+    after = episodes.read_bytes()
+    complete = before[: before.rfind(b"\n") + 1]
+    assert after.startswith(complete), "records written before the kill must stay as they were"
+    keys = Counter(json.loads(line)["key"]["seed"] for line in after.splitlines())
+    assert sorted(keys) == list(range(150)) and set(keys.values()) == {1}
+
+
+def test_ctrl_c_stops_cleanly_with_a_readable_store(tmp_path: Path, slow_url: str) -> None:
+    command = rollout_command(slow_url, tmp_path, "--tasks", "500", "--concurrency", "4")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(tmp_path / "episodes.jsonl", 5)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "rollout interrupted" in stderr and "finished now" in stdout
+    listing = run([*SPADEWORK, "episodes", str(tmp_path), "--json"])
+    records = [json.loads(line) for line in listing.stdout.splitlines()]
+    assert 5 <= len(records) < 500 and all(record["status"] == "ok" for record in records)
+
+
+def test_resuming_with_a_different_plan_is_refused(tmp_path: Path, oracle_url: str) -> None:
+    first = run(rollout_command(oracle_url, tmp_path, "--tasks", "2"))
+    assert first.returncode == 0, first.stderr
+    second = run(rollout_command(oracle_url, tmp_path, "--tasks", "3"))
+    assert second.returncode == 2
+    assert "holds a run with a different plan (differs in: tasks)" in second.stderr
+
+
+def test_unknown_world_and_bad_mode_name_the_option(tmp_path: Path, oracle_url: str) -> None:
+    command = rollout_command(oracle_url, tmp_path)
+    command[command.index("banking")] = "bakning"
+    result = run(command)
+    assert result.returncode == 2 and "--world" in result.stderr and "bakning" in result.stderr
+    result = run([*rollout_command(oracle_url, tmp_path), "--mode", "tokenz"])
+    assert result.returncode == 2 and "--mode" in result.stderr
+
+
+def test_an_unreachable_endpoint_marks_episodes_not_the_run(tmp_path: Path) -> None:
+    command = rollout_command("http://127.0.0.1:9/v1", tmp_path, "--tasks", "3", "--retries", "1")
+    result = run(command)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
+    assert [record["cause"] for record in records] == ["endpoint:connection"] * 3

@@ -1,0 +1,111 @@
+"""The store keeps what finished, survives torn writes, refuses a different plan, and streams records back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from engine.episode import EpisodeSettings
+from engine.rollout import RolloutPlan
+from engine.store import StoreError, TrajectoryStore, read_records
+from engine.trajectory import EpisodeKey, EpisodeRecord, TokenTrace
+
+
+def plan(**changes: object) -> RolloutPlan:
+    fields: dict[str, object] = {"run": "r", "world": "banking", "tasks": 3, **changes}
+    return RolloutPlan.model_validate(fields)
+
+
+def record(seed: int, sample: int = 0) -> EpisodeRecord:
+    key = EpisodeKey(world="banking", seed=seed, sample=sample, hinted=False)
+    return EpisodeRecord(
+        run="r", key=key, mode="chat", model="m", status="ok", reward=1.0, messages=[], turns=[],
+        started_at=0.0, duration_s=0.1,
+    )  # fmt: skip
+
+
+def test_reopening_learns_what_finished(tmp_path: Path) -> None:
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        store.append(record(0))
+        store.append(record(1))
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        assert store.finished == {record(0).key.text, record(1).key.text}
+        store.append(record(2))
+    assert [r.key.seed for r in read_records(tmp_path)] == [0, 1, 2]
+
+
+def test_a_torn_last_line_is_cut_and_the_rest_kept(tmp_path: Path) -> None:
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        store.append(record(0))
+    with (tmp_path / "episodes.jsonl").open("ab") as handle:
+        handle.write(record(1).model_dump_json().encode()[:40])  # killed mid-write
+    assert [r.key.seed for r in read_records(tmp_path)] == [0]
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        assert store.torn_lines == 1 and store.finished == {record(0).key.text}
+        store.append(record(1))
+    assert [r.key.seed for r in read_records(tmp_path)] == [0, 1]
+
+
+def test_a_different_plan_is_refused_by_name(tmp_path: Path) -> None:
+    TrajectoryStore.open(tmp_path, plan()).close()
+    with pytest.raises(StoreError, match=r"differs in: settings, tasks"):
+        TrajectoryStore.open(tmp_path, plan(tasks=4, settings=EpisodeSettings(max_turns=3)))
+
+
+def test_a_corrupt_record_names_its_line(tmp_path: Path) -> None:
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        store.append(record(0))
+    with (tmp_path / "episodes.jsonl").open("ab") as handle:
+        handle.write(b'{"not": "a record"}\n')
+    with pytest.raises(StoreError, match=r"episodes.jsonl:2: not an episode record"):
+        TrajectoryStore.open(tmp_path, plan())
+
+
+def test_a_duplicate_key_is_refused(tmp_path: Path) -> None:
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        store.append(record(0))
+        store.append(record(0))
+    with pytest.raises(StoreError, match="recorded twice"):
+        TrajectoryStore.open(tmp_path, plan())
+
+
+def test_reading_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"has no episodes\.jsonl"):
+        list(read_records(tmp_path))
+
+
+def test_plan_keys_cover_every_seed_sample_and_hint() -> None:
+    keys = list(plan(samples=2, hints="both").episodes())
+    assert len(keys) == plan(samples=2, hints="both").size == 12
+    assert len({key.text for key in keys}) == 12
+
+
+def test_token_trace_appends_and_detects_drift() -> None:
+    trace = TokenTrace()
+    trace.add_turn(0, [1, 2, 3], [4, 5], [-0.1, -0.2])
+    trace.add_turn(1, [1, 2, 3, 4, 5, 6, 7], [8], [-0.3])
+    assert trace.prompt_ids == [1, 2, 3]
+    assert trace.completion_ids == [4, 5, 6, 7, 8]
+    assert trace.loss_mask == [1, 1, 0, 0, 1]
+    assert trace.logprobs == [-0.1, -0.2, 0.0, 0.0, -0.3]
+    assert trace.exact
+    trace.add_turn(2, [1, 2, 3, 4, 9, 6, 7, 8, 10], [11], [-0.4])
+    assert not trace.exact and trace.drift[0].turn == 2 and trace.drift[0].position == 4
+    assert trace.completion_ids == [4, 5, 6, 7, 8]  # nothing appended on top of a mismatch
+
+
+@pytest.mark.anyio
+async def test_cancelling_a_rollout_leaves_a_readable_store(tmp_path: Path, oracle_url: str) -> None:
+    from tests.engine.conftest import mock_model, play
+
+    with mock_model("--latency", "0.05") as url:
+        with anyio.move_on_after(1.5):
+            await play(tmp_path, [url], tasks=200, concurrency=4)
+    records = list(read_records(tmp_path))
+    assert 0 < len(records) < 200
+    assert all(r.status == "ok" for r in records)
+    lines = (tmp_path / "episodes.jsonl").read_bytes().splitlines()
+    assert all(json.loads(line) for line in lines)
