@@ -32,7 +32,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.episode import EPISODE_HEADER, EpisodeSettings
+from engine.episode import EPISODE_HEADER
+from engine.settings import EpisodeSettings
 from engine.store import read_records
 from toolworlds.serving import launched_command
 

@@ -14,11 +14,12 @@ from rich.console import Console
 
 from engine.endpoints import EndpointPool, RetryPolicy
 from engine.environments import LocalWorlds
-from engine.episode import EpisodeSettings, Mode
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
 from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
+from engine.settings import EpisodeSettings, Mode
 from engine.store import StoreError, TrajectoryStore, read_plan
+from engine.templates import load_template
 from engine.transport import TransportKind
 from toolworlds.registry import UnknownWorldError
 
@@ -43,7 +44,12 @@ def rollout(
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per turn.")] = 512,
     episode_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per episode.")] = None,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
-    token_ids: Annotated[bool, typer.Option(help="Ask for token ids and logprobs (vLLM return_token_ids).")] = False,
+    token_ids: Annotated[
+        bool, typer.Option(help="chat: ask for token ids and logprobs (vLLM return_token_ids).")
+    ] = False,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="tokens mode: a local Hugging Face tokenizer directory, or 'bytes'.")
+    ] = None,
     request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")] = 120.0,
     episode_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per episode.")] = 1800.0,
     retries: Annotated[int, typer.Option(min=0, help="Extra attempts after a transport failure or 5xx.")] = 3,
@@ -63,6 +69,13 @@ def rollout(
     if run_id is None:
         run_id = read_plan(out).get("run") if (out / "run.json").exists() else None
         run_id = run_id or uuid.uuid4().hex[:12]
+    if mode == "tokens":
+        if tokenizer is None:
+            raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
+        try:
+            load_template(tokenizer)
+        except (ValueError, OSError) as error:
+            raise typer.BadParameter(str(error), param_hint="--tokenizer") from None
     settings = EpisodeSettings(
         mode=mode,
         model=model,
@@ -73,6 +86,7 @@ def rollout(
         request_timeout_s=request_timeout,
         episode_timeout_s=episode_timeout,
         token_ids=token_ids,
+        tokenizer=tokenizer,
     )
     plan = RolloutPlan(
         run=run_id,
@@ -120,6 +134,7 @@ def mock_server(
     drift: Annotated[bool, typer.Option(help="Re-render past tool calls differently (token drift).")] = False,
     world: Annotated[list[str], typer.Option(help="Extra worlds to know (file.py:Class).")] = [],  # noqa: B006
     seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
+    tokenizer: Annotated[str | None, typer.Option(help="Serve /v1/completions over this tokenizer ('bytes').")] = None,
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8800,
 ) -> None:
@@ -142,6 +157,7 @@ def mock_server(
         drift=drift,
         seed=seed,
         worlds=tuple(world),
+        tokenizer=tokenizer,
     )
     sock = bind(host, port, backlog=16384)  # thousands of clients connect at once in the benchmarks
     bound_host, bound_port = sock.getsockname()[:2]

@@ -15,26 +15,19 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal
+from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
 
-from engine.endpoints import Answer, Endpoint, EndpointPool
+from engine.clients import ChatClient, ModelClient, TokensClient
+from engine.endpoints import Endpoint, EndpointPool
 from engine.environments import Environment
-from engine.parsing import (
-    FINISH_TOOL,
-    ParsedCall,
-    ParsedReply,
-    constrained_response_format,
-    parse_constrained,
-    parse_native,
-)
+from engine.parsing import FINISH_TOOL, ParsedCall, ParsedReply
+from engine.settings import EpisodeSettings, Mode
+from engine.templates import load_template
 from engine.trajectory import EpisodeKey, EpisodeRecord, Status, TokenTrace, Turn
 from engine.transport import EndpointFailure
 from toolworlds.core import Finish, StepResult, Task, ToolCall, WorldBugError, error_observation
-
-Mode = Literal["chat", "constrained"]
 
 AGENT_RULES = (
     "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
@@ -52,23 +45,6 @@ FINISH_FUNCTION: dict[str, Any] = {
     },
 }
 EPISODE_HEADER = "X-Spadework-Episode"
-
-
-class EpisodeSettings(BaseModel):
-    """How episodes talk to the model and when they stop."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    mode: Mode = "chat"
-    model: str = "default"
-    max_turns: int = 30
-    max_tokens_per_turn: int = 512
-    max_episode_tokens: int | None = None
-    temperature: float = 1.0
-    request_timeout_s: float = 120.0
-    episode_timeout_s: float = 1800.0
-    token_ids: bool = False
-    extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
 class _EpisodeEnded(Exception):
@@ -104,21 +80,28 @@ class Episode:
         self.turns: list[Turn] = []
         self.tool_calls = 0
         self.malformed_turns = 0
-        self.tokens = TokenTrace() if settings.token_ids else None
+        self.tokens: TokenTrace | None = None
         self._tools = [*env.tools, FINISH_FUNCTION]
-        self._response_format = constrained_response_format(self._tools) if settings.mode == "constrained" else None
-        self._headers = {EPISODE_HEADER: f"{run}/{key.text}"}
-        self._tokens_used = 0
+
+    def _client(self, endpoint: Endpoint) -> ModelClient:
+        headers = {EPISODE_HEADER: f"{self.run}/{self.key.text}"}
+        if self.settings.mode == "tokens":
+            template = load_template(self.settings.tokenizer or "")
+            return TokensClient(self.pool, endpoint, headers, self.settings, self._tools, template)
+        return ChatClient(self.pool, endpoint, headers, self.settings, self._tools)
 
     async def play(self) -> EpisodeRecord:
         started_at, started = time.time(), time.perf_counter()
         ended: _EpisodeEnded
         with anyio.move_on_after(self.settings.episode_timeout_s) as deadline, self.pool.sticky() as endpoint:
+            client = self._client(endpoint)
+            self.tokens = client.tokens
             try:
-                await self._run(endpoint, started)
+                await self._run(client, endpoint, started)
                 raise AssertionError("unreachable: _run always ends with _EpisodeEnded")
             except _EpisodeEnded as end:
                 ended = end
+                client.finish(self.messages)
             except EndpointFailure as failure:
                 ended = _EpisodeEnded("infra_error", f"endpoint:{failure.cause}", detail=failure.detail)
             except WorldBugError as bug:
@@ -145,76 +128,28 @@ class Episode:
             duration_s=time.perf_counter() - started,
         )
 
-    async def _run(self, endpoint: Endpoint, started: float) -> None:
+    async def _run(self, client: ModelClient, endpoint: Endpoint, started: float) -> None:
         task = await self.env.reset(self.key.seed)
         self.messages = opening_messages(self.env, task, self.key.hinted, self.settings.mode)
+        client.start(self.messages)
         for index in range(self.settings.max_turns):
-            turn_started = time.perf_counter() - started
-            answer = await self.pool.post(
-                endpoint, "/chat/completions", self._request(), self._headers, self.settings.request_timeout_s
+            turn = Turn(
+                index=index, endpoint=endpoint.url, started_s=time.perf_counter() - started, latency_s=0.0, attempts=1
             )
-            turn = Turn(index=index, endpoint=endpoint.url, started_s=turn_started, latency_s=0.0, attempts=1)
+            message, reply = await client.sample(self.messages, turn)
             self.turns.append(turn)
-            reply = self._read(answer, turn)
+            self.messages.append(message)
+            answered = len(self.messages)
             env_started = time.perf_counter()
             try:
                 await self._act(reply, turn)
             finally:
                 turn.env_s = time.perf_counter() - env_started
+            client.observe(self.messages[answered:])
             budget = self.settings.max_episode_tokens
-            if budget is not None and self._tokens_used >= budget:
+            if budget is not None and client.tokens_used >= budget:
                 await self._end_on_state("token_budget")
         await self._end_on_state("turn_limit")
-
-    def _request(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.settings.model,
-            "messages": self.messages,
-            "max_tokens": self.settings.max_tokens_per_turn,
-            "temperature": self.settings.temperature,
-        }
-        if self._response_format is not None:
-            body["response_format"] = self._response_format
-        else:
-            body["tools"] = self._tools
-        if self.settings.token_ids:
-            body["return_token_ids"] = True
-            body["logprobs"] = True
-        body.update(self.settings.extra_body)
-        return body
-
-    def _read(self, answer: Answer, turn: Turn) -> ParsedReply:
-        """Record the turn's costs and tokens, keep the assistant message verbatim, and parse it."""
-        body = answer.body
-        turn.latency_s, turn.attempts = answer.latency_s, answer.attempts
-        try:
-            choice = body["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise EndpointFailure("bad_response", "the answer has no choices[0].message", retryable=False) from None
-        turn.finish_reason = choice.get("finish_reason")
-        usage = body.get("usage") or {}
-        turn.prompt_tokens, turn.completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        self._tokens_used = (turn.prompt_tokens or 0) + (turn.completion_tokens or 0)
-        if self.tokens is not None:
-            self._trace_tokens(body, choice, turn)
-        kept = {"role": "assistant", "content": message.get("content")}
-        if message.get("tool_calls"):
-            kept["tool_calls"] = message["tool_calls"]
-        self.messages.append(kept)
-        if self.settings.mode == "constrained":
-            return parse_constrained(message.get("content") or "")
-        return parse_native(message)
-
-    def _trace_tokens(self, body: dict[str, Any], choice: dict[str, Any], turn: Turn) -> None:
-        assert self.tokens is not None
-        prompt_ids, sampled_ids = body.get("prompt_token_ids"), choice.get("token_ids")
-        if not isinstance(prompt_ids, list) or not isinstance(sampled_ids, list):
-            turn.problems.append("the server returned no token ids (prompt_token_ids / token_ids)")
-            return
-        content = (choice.get("logprobs") or {}).get("content") or []
-        logprobs = [float(entry.get("logprob", float("nan"))) for entry in content]
-        self.tokens.add_turn(turn.index, prompt_ids, sampled_ids, logprobs)
 
     async def _act(self, reply: ParsedReply, turn: Turn) -> None:
         """Run the calls in order; show problems to the agent; a reply with neither is a final answer."""

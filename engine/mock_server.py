@@ -26,6 +26,7 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
@@ -33,7 +34,8 @@ from typing import Any, Literal
 from aiohttp import web
 
 from engine.episode import EPISODE_HEADER
-from engine.parsing import FINISH_TOOL, parse_constrained, parse_native
+from engine.parsing import FINISH_TOOL, parse_constrained, parse_native, parse_text
+from engine.templates import load_template
 from toolworlds.core import Finish, ToolCall, ToolWorld
 from toolworlds.policies import RandomPolicy
 from toolworlds.registry import load_world
@@ -54,6 +56,7 @@ class MockSettings:
     drift: bool = False
     seed: int = 0
     worlds: tuple[str, ...] = ()
+    tokenizer: str | None = None
 
 
 @dataclass
@@ -121,6 +124,16 @@ def _usable_turns(messages: list[dict[str, Any]], constrained: bool) -> int:
     return count
 
 
+class MockRequestError(Exception):
+    """A request the mock cannot answer (400)."""
+
+
+def _named(action: ToolCall | Finish) -> tuple[str, dict[str, Any]]:
+    if isinstance(action, ToolCall):
+        return action.name, dict(action.arguments)
+    return FINISH_TOOL, {} if action.answer is None else {"answer": action.answer}
+
+
 class MockModel:
     def __init__(self, settings: MockSettings) -> None:
         self.settings = settings
@@ -128,14 +141,15 @@ class MockModel:
         self._rng = random.Random(settings.seed)
         self._ids = itertools.count()
         self._world_specs = {_world_class(spec).name: spec for spec in settings.worlds}
+        self.template = load_template(settings.tokenizer) if settings.tokenizer else None
 
     def _spec(self, world: str) -> str:
         return self._world_specs.get(world, world)
 
-    def next_action(self, episode: list[str], messages: list[dict[str, Any]], constrained: bool) -> ToolCall | Finish:
+    def next_action(self, episode: list[str], turn: int) -> ToolCall | Finish:
+        """What the script does at its `turn`-th usable reply."""
         _, _, world, seed, _, sample = episode
         spec = self._spec(world)
-        turn = _usable_turns(messages, constrained)
         if self.settings.script == "oracle":
             plan = _plan(spec, int(seed))
             return plan[turn] if turn < len(plan) else Finish()
@@ -151,12 +165,7 @@ class MockModel:
         constrained = (body.get("response_format") or {}).get("type") == "json_schema"
         if malformed or self.settings.script == "malformed":
             return {"role": "assistant", "content": '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'}
-        action = self.next_action(episode, messages, constrained)
-        name, arguments = (
-            (action.name, dict(action.arguments))
-            if isinstance(action, ToolCall)
-            else (FINISH_TOOL, {} if action.answer is None else {"answer": action.answer})
-        )
+        name, arguments = _named(self.next_action(episode, _usable_turns(messages, constrained)))
         if constrained:
             return {"role": "assistant", "content": json.dumps({"name": name, "arguments": arguments})}
         style = self.settings.style
@@ -204,6 +213,47 @@ class MockModel:
             }
         return answer
 
+    def token_completion(self, episode: list[str], body: dict[str, Any], malformed: bool) -> dict[str, Any]:
+        """`/v1/completions` with a token-id prompt, answered like vLLM with `return_token_ids`."""
+        if self.template is None:
+            raise MockRequestError("this mock serves /v1/completions only when started with --tokenizer")
+        prompt = body.get("prompt")
+        if not isinstance(prompt, list) or not all(isinstance(token, int) for token in prompt):
+            raise MockRequestError("'prompt' must be a list of token ids")
+        tokenizer = self.template.tokenizer
+        text = tokenizer.decode(prompt, skip_special_tokens=False)
+        turns = text.split("<|im_start|>assistant\n")[1:]
+        usable = sum(
+            1 for turn in turns if (reply := parse_text(turn.split("<|im_end|>")[0])).calls and not reply.problems
+        )
+        if malformed or self.settings.script == "malformed":
+            reply_text = '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'
+        else:
+            name, arguments = _named(self.next_action(episode, usable))
+            reply_text = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+        sampled = [*tokenizer.encode(reply_text, add_special_tokens=False), self.template.eos_token_id]
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": reply_text,
+            "finish_reason": "stop",
+            "token_ids": sampled,
+            "prompt_token_ids": prompt,
+        }
+        if body.get("logprobs"):
+            choice["logprobs"] = {"token_logprobs": [fake_logprob(token) for token in sampled]}
+        return {
+            "id": f"cmpl-{next(self._ids)}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model", "mock"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt),
+                "completion_tokens": len(sampled),
+                "total_tokens": len(prompt) + len(sampled),
+            },
+        }
+
     def draw_fault(self) -> str | None:
         if self.settings.fault_rate <= 0 or self._rng.random() >= self.settings.fault_rate:
             return None
@@ -230,7 +280,10 @@ def _episode_fields(header: str) -> list[str] | None:
 def build_app(settings: MockSettings) -> web.Application:
     model = MockModel(settings)
 
-    async def chat_completions(request: web.Request) -> web.StreamResponse:
+    async def answer(
+        request: web.Request, respond: Callable[[list[str], dict[str, Any], bool], dict[str, Any]]
+    ) -> web.StreamResponse:
+        """Validate, wait the latency, inject a fault if one is drawn, else answer with `respond`."""
         model.stats.requests += 1
         try:
             body = json.loads(await request.read())
@@ -254,8 +307,18 @@ def build_app(settings: MockSettings) -> web.Application:
             raise ConnectionResetError("injected fault: connection dropped")
         if fault == "garbage":
             return web.Response(body=b'{"choices": [{"mess', content_type="application/json")
-        message = model.reply(episode, body, malformed=fault == "malformed")
-        return web.json_response(model.completion(body, message))
+        try:
+            return web.json_response(respond(episode, body, fault == "malformed"))
+        except MockRequestError as error:
+            return _error(400, str(error))
+
+    async def chat_completions(request: web.Request) -> web.StreamResponse:
+        return await answer(
+            request, lambda episode, body, malformed: model.completion(body, model.reply(episode, body, malformed))
+        )
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        return await answer(request, model.token_completion)
 
     async def models(request: web.Request) -> web.Response:
         return web.json_response(
@@ -267,6 +330,7 @@ def build_app(settings: MockSettings) -> web.Application:
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/stats", stats)
     app.router.add_get("/health", lambda request: web.json_response({"status": "ok"}))  # type: ignore[arg-type,return-value]

@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.endpoints import EndpointPool
 from engine.environments import Environment
-from engine.episode import EpisodeSettings, play_episode
+from engine.episode import play_episode
+from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore
 from engine.trajectory import EpisodeKey, EpisodeRecord
 

@@ -68,10 +68,15 @@ class TokenTrace(BaseModel):
     loss_mask: list[int] = Field(default_factory=list)
     logprobs: list[float] = Field(default_factory=list)
     drift: list[DriftEvent] = Field(default_factory=list)
+    rerender_matches: bool | None = Field(
+        default=None,
+        description="tokens mode: whether rendering the whole conversation at once gives the held ids "
+        "(False means the template or tokenizer is not prefix-preserving; the held ids are still what was sampled)",
+    )
 
     @property
     def exact(self) -> bool:
-        return not self.drift
+        return not self.drift and self.rerender_matches is not False
 
     def add_turn(self, turn: int, prompt_ids: list[int], sampled_ids: list[int], logprobs: list[float]) -> None:
         if turn == 0 or not self.prompt_ids:

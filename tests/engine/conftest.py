@@ -11,8 +11,8 @@ import pytest
 
 from engine.endpoints import EndpointPool, RetryPolicy
 from engine.environments import LocalWorlds
-from engine.episode import EpisodeSettings
 from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
+from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
 from toolworlds.serving import launched_command

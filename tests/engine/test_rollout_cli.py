@@ -92,6 +92,10 @@ def test_unknown_world_and_bad_mode_name_the_option(tmp_path: Path, oracle_url: 
     assert result.returncode == 2 and "--world" in result.stderr and "bakning" in result.stderr
     result = run([*rollout_command(oracle_url, tmp_path), "--mode", "tokenz"])
     assert result.returncode == 2 and "--mode" in result.stderr
+    result = run([*rollout_command(oracle_url, tmp_path), "--mode", "tokens"])
+    assert result.returncode == 2 and "--tokenizer" in result.stderr
+    result = run([*rollout_command(oracle_url, tmp_path), "--mode", "tokens", "--tokenizer", "no/such/dir"])
+    assert result.returncode == 2 and "no tokenizer at 'no/such/dir'" in result.stderr
 
 
 def test_an_unreachable_endpoint_marks_episodes_not_the_run(tmp_path: Path) -> None:

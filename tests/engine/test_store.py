@@ -8,8 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from engine.episode import EpisodeSettings
 from engine.rollout import RolloutPlan
+from engine.settings import EpisodeSettings
 from engine.store import StoreError, TrajectoryStore, read_records
 from engine.trajectory import EpisodeKey, EpisodeRecord, TokenTrace
 

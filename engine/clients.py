@@ -1,0 +1,191 @@
+"""How an episode asks the model for its next turn: one client per mode, all behind `ModelClient`.
+
+- `ChatClient` (`chat`, `constrained`): sends the conversation as messages to `/chat/completions`; the
+  server renders it. When asked, keeps the prompt and completion ids the server returns (vLLM
+  `return_token_ids`) and counts the turns where the server's prompt no longer extends the held ids.
+- `TokensClient` (`tokens`): renders the conversation itself with a `TokenTemplate`, sends token ids to
+  `/completions`, and appends: each sampled completion (loss mask 1, with its logprobs), then the ids of
+  whatever follows it (mask 0). The trajectory is token-exact by construction.
+
+A client reports a reply it cannot use as an `EndpointFailure` (not retried): a malformed answer is the
+server's fault, and the episode becomes an `infra_error` rather than a score.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engine.endpoints import Answer, Endpoint, EndpointPool
+from engine.parsing import ParsedReply, constrained_response_format, parse_constrained, parse_native, parse_text
+from engine.settings import EpisodeSettings
+from engine.templates import TokenTemplate
+from engine.trajectory import TokenTrace, Turn
+from engine.transport import EndpointFailure
+
+
+class ModelClient(Protocol):
+    tokens: TokenTrace | None
+    tokens_used: int
+
+    def start(self, messages: list[dict[str, Any]]) -> None:
+        """The opening messages (system, task) are known."""
+
+    async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+        """Ask for the next turn; fill `turn`; return the assistant message to keep and what it says."""
+        ...
+
+    def observe(self, new_messages: list[dict[str, Any]]) -> None:
+        """Messages the engine added after the last assistant turn (tool results, feedback)."""
+
+    def finish(self, messages: list[dict[str, Any]]) -> None:
+        """The episode is over."""
+
+
+def _first_choice(answer: Answer, turn: Turn, needs: str) -> dict[str, Any]:
+    body = answer.body
+    turn.latency_s, turn.attempts = answer.latency_s, answer.attempts
+    try:
+        choice: dict[str, Any] = body["choices"][0]
+        choice[needs]  # presence check
+    except (KeyError, IndexError, TypeError):
+        raise EndpointFailure("bad_response", f"the answer has no choices[0].{needs}", retryable=False) from None
+    turn.finish_reason = choice.get("finish_reason")
+    usage = body.get("usage") or {}
+    turn.prompt_tokens, turn.completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return choice
+
+
+class ChatClient:
+    def __init__(
+        self,
+        pool: EndpointPool,
+        endpoint: Endpoint,
+        headers: dict[str, str],
+        settings: EpisodeSettings,
+        tools: list[dict[str, Any]],
+    ) -> None:
+        self.pool, self.endpoint, self.headers, self.settings = pool, endpoint, headers, settings
+        self.tokens = TokenTrace() if settings.token_ids else None
+        self.tokens_used = 0
+        self._constrained = settings.mode == "constrained"
+        self._tool_field = (
+            {"response_format": constrained_response_format(tools)} if self._constrained else {"tools": tools}
+        )
+
+    def start(self, messages: list[dict[str, Any]]) -> None:
+        pass
+
+    async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+        settings = self.settings
+        body: dict[str, Any] = {
+            "model": settings.model,
+            "messages": messages,
+            "max_tokens": settings.max_tokens_per_turn,
+            "temperature": settings.temperature,
+            **self._tool_field,
+        }
+        if settings.token_ids:
+            body["return_token_ids"] = True
+            body["logprobs"] = True
+        body.update(settings.extra_body)
+        timeout = settings.request_timeout_s
+        answer = await self.pool.post(self.endpoint, "/chat/completions", body, self.headers, timeout)
+        choice = _first_choice(answer, turn, "message")
+        message = choice["message"]
+        self.tokens_used = (turn.prompt_tokens or 0) + (turn.completion_tokens or 0)
+        if self.tokens is not None:
+            self._trace(answer.body, choice, turn)
+        kept: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            kept["tool_calls"] = message["tool_calls"]  # verbatim: argument strings are never re-serialised
+        reply = parse_constrained(message.get("content") or "") if self._constrained else parse_native(message)
+        return kept, reply
+
+    def _trace(self, body: dict[str, Any], choice: dict[str, Any], turn: Turn) -> None:
+        assert self.tokens is not None
+        prompt_ids, sampled_ids = body.get("prompt_token_ids"), choice.get("token_ids")
+        if not isinstance(prompt_ids, list) or not isinstance(sampled_ids, list):
+            turn.problems.append("the server returned no token ids (prompt_token_ids / token_ids)")
+            return
+        content = (choice.get("logprobs") or {}).get("content") or []
+        logprobs = [float(entry.get("logprob", float("nan"))) for entry in content]
+        self.tokens.add_turn(turn.index, prompt_ids, sampled_ids, logprobs)
+
+    def observe(self, new_messages: list[dict[str, Any]]) -> None:
+        pass
+
+    def finish(self, messages: list[dict[str, Any]]) -> None:
+        pass
+
+
+class TokensClient:
+    def __init__(
+        self,
+        pool: EndpointPool,
+        endpoint: Endpoint,
+        headers: dict[str, str],
+        settings: EpisodeSettings,
+        tools: list[dict[str, Any]],
+        template: TokenTemplate,
+    ) -> None:
+        self.pool, self.endpoint, self.headers, self.settings = pool, endpoint, headers, settings
+        self.template = template
+        self.tokens: TokenTrace | None = TokenTrace()
+        self.tokens_used = 0
+        self._tools = tools
+        self._last_sampled: list[int] = []
+        self._last_truncated = False
+
+    @property
+    def _trace(self) -> TokenTrace:
+        assert self.tokens is not None
+        return self.tokens
+
+    def start(self, messages: list[dict[str, Any]]) -> None:
+        self._trace.prompt_ids = self.template.opening(messages, self._tools)
+        self.tokens_used = len(self._trace.prompt_ids)
+
+    async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+        settings, trace = self.settings, self._trace
+        body: dict[str, Any] = {
+            "model": settings.model,
+            "prompt": trace.prompt_ids + trace.completion_ids,
+            "max_tokens": settings.max_tokens_per_turn,
+            "temperature": settings.temperature,
+            "logprobs": 1,
+            "return_token_ids": True,
+            "skip_special_tokens": False,
+            **settings.extra_body,
+        }
+        answer = await self.pool.post(self.endpoint, "/completions", body, self.headers, settings.request_timeout_s)
+        choice = _first_choice(answer, turn, "index")
+        sampled = choice.get("token_ids", choice.get("tokens"))
+        if not isinstance(sampled, list) or not all(isinstance(token, int) for token in sampled):
+            raise EndpointFailure("no_token_ids", "tokens mode needs choices[0].token_ids", retryable=False)
+        logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or []
+        if len(logprobs) != len(sampled):
+            turn.problems.append(f"the server returned {len(logprobs)} logprobs for {len(sampled)} tokens")
+            logprobs = [float("nan")] * len(sampled)
+        trace.completion_ids.extend(sampled)
+        trace.loss_mask.extend([1] * len(sampled))
+        trace.logprobs.extend(float(value) for value in logprobs)
+        self._last_sampled = sampled
+        self._last_truncated = choice.get("finish_reason") == "length"
+        self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
+        text = self.template.reply_text(sampled)
+        return {"role": "assistant", "content": text}, parse_text(text)
+
+    def observe(self, new_messages: list[dict[str, Any]]) -> None:
+        trace = self._trace
+        glue = self.template.continuation(self._last_sampled, self._last_truncated, new_messages)
+        trace.completion_ids.extend(glue)
+        trace.loss_mask.extend([0] * len(glue))
+        trace.logprobs.extend([0.0] * len(glue))
+        self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
+
+    def finish(self, messages: list[dict[str, Any]]) -> None:
+        """Compare the held ids with a one-shot rendering of the whole conversation; a difference is drift."""
+        trace = self._trace
+        held = trace.prompt_ids + trace.completion_ids
+        rendered = self.template.render(messages, self._tools)
+        trace.rerender_matches = rendered[: len(held)] == held

@@ -1,0 +1,33 @@
+"""How episodes talk to the model and when they stop: part of a run's plan, so a resume plays the same way."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Mode = Literal["chat", "constrained", "tokens"]
+
+
+class EpisodeSettings(BaseModel):
+    """How episodes talk to the model and when they stop."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Mode = "chat"
+    model: str = "default"
+    max_turns: int = 30
+    max_tokens_per_turn: int = 512
+    max_episode_tokens: int | None = None
+    temperature: float = 1.0
+    request_timeout_s: float = 120.0
+    episode_timeout_s: float = 1800.0
+    token_ids: bool = False
+    tokenizer: str | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _tokens_mode_needs_a_tokenizer(self) -> EpisodeSettings:
+        if self.mode == "tokens" and not self.tokenizer:
+            raise ValueError("tokens mode renders prompts itself: give a tokenizer (a local directory, or 'bytes')")
+        return self

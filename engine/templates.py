@@ -1,0 +1,142 @@
+"""Chat templates over token ids, for the `tokens` mode: the engine renders, the server only samples.
+
+`TokenTemplate` turns the opening messages into prompt ids once, and afterwards only ever *appends*: the
+ids of the messages that follow a sampled turn (tool results, feedback) plus the next generation prompt.
+Earlier turns are never re-rendered, so what the trainer sees is exactly what the model was conditioned
+on and what it sampled.
+
+The suffix for new messages comes from rendering a fixed dummy conversation with and without them and
+taking the difference (the template's own glue included), so any Hugging Face chat template that renders
+tools, tool calls and tool results can be used. `ByteTokenizer` is a tiny byte-level tokenizer with a
+ChatML template that renders tools: it needs no download, and the tests and the mock model use it.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # transformers warns at import that torch is absent
+
+# Hugging Face renders templates with trim_blocks, which drops a newline right after a block tag, so
+# such newlines are written as {{ nl }}.
+CHATML_WITH_TOOLS = (
+    "{% set nl = '\\n' %}"
+    "{% if messages[0].role == 'system' %}{% set system = messages[0].content %}{% set rest = messages[1:] %}"
+    "{% else %}{% set system = '' %}{% set rest = messages %}{% endif %}"
+    "{% if system or tools %}<|im_start|>system\n{{ system }}"
+    "{% if tools %}{{ nl }}{{ nl }}# Tools{{ nl }}<tools>"
+    "{% for tool in tools %}{{ nl }}{{ tool | tojson }}{% endfor %}{{ nl }}</tools>{{ nl }}"
+    'Call a tool with <tool_call>{"name": <name>, "arguments": {...}}</tool_call>.'
+    "{% endif %}<|im_end|>{{ nl }}{% endif %}"
+    "{% for message in rest %}"
+    "{% if message.role == 'tool' %}<|im_start|>user\n<tool_response>\n{{ message.content }}\n</tool_response>"
+    "<|im_end|>{{ nl }}"
+    "{% else %}<|im_start|>{{ message.role }}\n{{ message.content or '' }}"
+    "{% for call in message.tool_calls or [] %}<tool_call>{{ nl }}"
+    '{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments }}}{{ nl }}</tool_call>'
+    "{% endfor %}<|im_end|>{{ nl }}{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
+)
+
+_DUMMY = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
+
+
+class Tokenizer(Protocol):
+    """What the engine needs from a Hugging Face tokenizer."""
+
+    eos_token_id: Any
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def decode(self, token_ids: Any, **kwargs: Any) -> str: ...
+
+    def encode(self, text: str, **kwargs: Any) -> list[int]: ...
+
+
+class TokenTemplate:
+    """Renders a conversation to ids once, then appends; knows how a sampled turn is closed."""
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.eos_token_id = int(tokenizer.eos_token_id)
+        with_prompt = self._ids(_DUMMY[:1], add_generation_prompt=True)
+        whole = self._ids(_DUMMY, add_generation_prompt=False)
+        content = self._ids_of_text(".")
+        # What the template writes after an assistant message's content: e.g. `<|im_end|>` and a newline.
+        after = whole[len(with_prompt) :]
+        if after[: len(content)] != content:
+            raise ValueError("the chat template does not render an assistant message as prompt + content + closing")
+        self.closing = after[len(content) :]
+
+    def _ids(self, messages: list[dict[str, Any]], add_generation_prompt: bool, **kwargs: Any) -> list[int]:
+        rendered = self.tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=add_generation_prompt, return_dict=False, **kwargs
+        )
+        return [int(token) for token in rendered]
+
+    def _ids_of_text(self, text: str) -> list[int]:
+        return [int(token) for token in self.tokenizer.encode(text, add_special_tokens=False)]
+
+    def opening(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+        """The first prompt: system, tools and task, ending with the generation prompt."""
+        return self._ids(messages, add_generation_prompt=True, tools=tools)
+
+    def continuation(self, sampled: list[int], truncated: bool, messages: list[dict[str, Any]]) -> list[int]:
+        """Ids to append after a sampled turn: the rest of its closing, `messages`, the next generation prompt."""
+        closing = self.closing
+        if not truncated:
+            # The model normally samples the closing's first token (its stop token) itself.
+            for size in range(len(closing), 0, -1):
+                if sampled[-size:] == closing[:size]:
+                    closing = closing[size:]
+                    break
+        base = self._ids(_DUMMY, add_generation_prompt=False)
+        extended = self._ids([*_DUMMY, *messages], add_generation_prompt=True)
+        if extended[: len(base)] != base:
+            raise ValueError("the chat template is not prefix-preserving: appending messages changed earlier ids")
+        return [*closing, *extended[len(base) :]]
+
+    def reply_text(self, sampled: list[int]) -> str:
+        """The sampled turn as text, without its stop token."""
+        ids = sampled[:-1] if sampled and sampled[-1] == self.eos_token_id else sampled
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+        """The whole conversation rendered at once: only to compare with the ids the engine held."""
+        waiting_for_model = bool(messages) and messages[-1]["role"] != "assistant"
+        return self._ids(messages, add_generation_prompt=waiting_for_model, tools=tools)
+
+
+def byte_tokenizer() -> Any:
+    """A byte-level tokenizer (256 byte tokens + ChatML specials) with a template that renders tools."""
+    from tokenizers import Tokenizer as RawTokenizer
+    from tokenizers import decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {symbol: index for index, symbol in enumerate(sorted(alphabet))}
+    raw = RawTokenizer(models.BPE(vocab=vocab, merges=[]))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    raw.decoder = decoders.ByteLevel()
+    raw.add_special_tokens(["<|im_start|>", "<|im_end|>", "<|endoftext|>"])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    tokenizer.chat_template = CHATML_WITH_TOOLS
+    return tokenizer
+
+
+@lru_cache(maxsize=8)
+def load_template(spec: str) -> TokenTemplate:
+    """`bytes` (the built-in byte tokenizer) or a local Hugging Face tokenizer directory."""
+    if spec == "bytes":
+        return TokenTemplate(byte_tokenizer())
+    path = Path(spec)
+    if not path.exists():
+        raise ValueError(f"no tokenizer at {spec!r}: give a local Hugging Face tokenizer directory, or 'bytes'")
+    from transformers import AutoTokenizer
+
+    tokenizer: Tokenizer = AutoTokenizer.from_pretrained(path)
+    return TokenTemplate(tokenizer)

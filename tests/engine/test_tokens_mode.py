@@ -1,0 +1,69 @@
+"""`tokens` mode: the engine renders with the chat template, the server samples ids, the trace is exact."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.episode import FINISH_FUNCTION
+from engine.mock_server import fake_logprob
+from engine.templates import TokenTemplate, byte_tokenizer, load_template
+from tests.engine.conftest import mock_model, play
+from toolworlds.registry import load_world
+
+
+@pytest.fixture(scope="module")
+def tokens_url() -> Iterator[str]:
+    with mock_model("--tokenizer", "bytes") as url:
+        yield url
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("world", ["banking", "orders"])
+async def test_tokens_mode_trace_is_exact(tmp_path: Path, tokens_url: str, world: str) -> None:
+    stats, records = await play(tmp_path, [tokens_url], world=world, tasks=4, mode="tokens", tokenizer="bytes")
+    assert stats.statuses["ok"] == 4
+    template = load_template("bytes")
+    tools = [*load_world(world).openai_tools(), FINISH_FUNCTION]
+    for record in records:
+        trace = record.tokens
+        assert record.reward == 1.0 and trace is not None and trace.exact and trace.rerender_matches
+        held = trace.prompt_ids + trace.completion_ids
+        # Appending turn by turn gave exactly what rendering the finished conversation at once gives.
+        assert held == template.render(record.messages, tools)[: len(held)]
+        assert len(trace.completion_ids) == len(trace.loss_mask) == len(trace.logprobs)
+        sampled = [token for token, mask in zip(trace.completion_ids, trace.loss_mask, strict=True) if mask]
+        replies = [m["content"] for m in record.messages if m["role"] == "assistant"]
+        eos = template.eos_token_id
+        assert sampled == [t for reply in replies for t in [*template.tokenizer.encode(reply), eos]]
+        for token, mask, logprob in zip(trace.completion_ids, trace.loss_mask, trace.logprobs, strict=True):
+            assert logprob == (fake_logprob(token) if mask else 0.0)
+
+
+def test_continuation_closes_a_truncated_turn_itself() -> None:
+    template = load_template("bytes")
+    sampled = template.tokenizer.encode('<tool_call>{"name": "a"')  # cut off by max_tokens: no stop token
+    glue = template.continuation(sampled, truncated=True, messages=[{"role": "user", "content": "go on"}])
+    assert glue[: len(template.closing)] == template.closing
+    finished = [*sampled, template.eos_token_id]
+    glue = template.continuation(finished, truncated=False, messages=[{"role": "user", "content": "go on"}])
+    assert glue[0] != template.eos_token_id  # the model sampled the stop token; it is not added twice
+
+
+def test_a_template_that_rewrites_history_is_refused() -> None:
+    tokenizer = byte_tokenizer()
+    # Renders only the last two messages: appending a message changes what came before.
+    tokenizer.chat_template = (
+        "{% for m in messages[-2:] %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    template = TokenTemplate(tokenizer)
+    with pytest.raises(ValueError, match="not prefix-preserving"):
+        template.continuation([template.eos_token_id], truncated=False, messages=[{"role": "user", "content": "x"}])
+
+
+def test_a_missing_tokenizer_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no tokenizer at"):
+        load_template(str(tmp_path / "nowhere"))
