@@ -10,7 +10,8 @@ each at the same concurrency, in one run:
 
 Each client runs in its own subprocess so peak RSS is its own. Printed per concurrency: turns/s, the
 engine's own overhead per turn (from a reply arriving to the next request leaving: parse, world step,
-bookkeeping, event-loop wait) as p50/p99, peak RSS per live episode, and the ratios a/b and a/c.
+bookkeeping, event-loop wait) as p50/p99, peak RSS per live episode, and the ratios a/b and a/c. (a) and
+(b) run `--repeats` times, alternating, and the median run is shown: this machine is noisy.
 
     python benchmarks/engine_throughput.py --concurrency 1000 5000 10000 --latency 0.05
 """
@@ -72,6 +73,7 @@ def run_spadework(url: str, out: Path, episodes: int, world: str) -> dict[str, A
                 return time.perf_counter() - started
 
     wall = anyio.run(main)
+    peak_kb = _peak_rss_kb()  # before the records are read back below
     records = list(read_records(out))
     overheads = [
         later.started_s - (earlier.started_s + earlier.latency_s)
@@ -83,7 +85,7 @@ def run_spadework(url: str, out: Path, episodes: int, world: str) -> dict[str, A
         "failed": sum(record.status == "infra_error" for record in records),
         "wall_s": wall,
         "overhead_ms": [1000 * value for value in overheads],
-        "rss_kb": _peak_rss_kb() - baseline,
+        "rss_kb": peak_kb - baseline,
     }
 
 
@@ -201,48 +203,68 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def turns_per_s(result: dict[str, Any]) -> float:
+    return float(result["turns"]) / float(result["wall_s"])
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median turns/s (the machine is noisy: quote medians)."""
+    return sorted(runs, key=turns_per_s)[len(runs) // 2]
+
+
+def spread(runs: list[dict[str, Any]]) -> str:
+    rates = [turns_per_s(run) for run in runs]
+    return f"{len(runs)}: {min(rates):,.0f}-{max(rates):,.0f}"
+
+
 def compare(args: argparse.Namespace) -> None:
     _raise_fd_limit()
     console = Console(width=150)
     table = Table(title=f"engine throughput: mock model with {args.latency * 1000:.0f} ms latency, world {args.world}")
-    for column in ("episodes live", "client", "turns", "failed", "turns/s", "overhead p50 / p99 ms", "RSS / episode"):
+    columns = ("episodes live", "client", "turns", "failed", "turns/s (median)", "runs (min-max)")
+    for column in (*columns, "overhead p50 / p99 ms", "RSS / episode"):
         table.add_column(column, justify="right")
     table.add_column("ratio")
     for concurrency in args.concurrency:
+        ours_runs: list[dict[str, Any]] = []
+        ceiling_runs: list[dict[str, Any]] = []
         with tempfile.TemporaryDirectory() as scratch:
-            out = Path(scratch) / "run"
-            console.log(f"{concurrency:,} episodes: (a) spadework")
-            ours = run_client("spadework", out, concurrency, args)
-            console.log(f"{concurrency:,} episodes: (b) bare aiohttp")
-            ceiling = run_client("aiohttp", out, concurrency, args)
+            for repeat in range(args.repeats):
+                out = Path(scratch) / f"run{repeat}"
+                console.log(f"{concurrency:,} episodes, repeat {repeat + 1}: (a) spadework, then (b) bare aiohttp")
+                ours_runs.append(run_client("spadework", out, concurrency, args))
+                ceiling_runs.append(run_client("aiohttp", out, concurrency, args))
             console.log(f"{concurrency:,} episodes: (c) gather + default AsyncOpenAI")
             usual = run_client("openai", out, concurrency, args)
-            rate = {name: r["turns"] / r["wall_s"] for name, r in (("a", ours), ("b", ceiling), ("c", usual))}
-            overhead = ours["overhead_ms"]
-            p50, p99 = statistics.median(overhead) if overhead else float("nan"), percentile(overhead, 0.99)
-            rows = [
-                ("(a) spadework", ours, f"{p50:.2f} / {p99:.2f}", ""),
-                ("(b) bare aiohttp", ceiling, "-", f"a/b = {rate['a'] / rate['b']:.2f}"),
-                (
-                    "(c) gather + AsyncOpenAI"
-                    + ("" if usual.get("finished") else f" (stopped at {args.alt_limit:g} s)"),
-                    usual,
-                    "-",
-                    f"a/c = {rate['a'] / rate['c']:.1f}" if rate["c"] else "a/c = inf",
-                ),
-            ]
-            for name, result, overhead_text, ratio in rows:
-                table.add_row(
-                    f"{concurrency:,}",
-                    name,
-                    f"{result['turns']:,}",
-                    f"{result['failed']:,}",
-                    f"{result['turns'] / result['wall_s']:,.0f}",
-                    overhead_text,
-                    f"{result['rss_kb'] / concurrency:,.1f} KB",
-                    ratio,
-                )
-            table.add_section()
+        ours, ceiling = median_run(ours_runs), median_run(ceiling_runs)
+        rate = {name: turns_per_s(r) for name, r in (("a", ours), ("b", ceiling), ("c", usual))}
+        overhead = ours["overhead_ms"]
+        p50, p99 = statistics.median(overhead) if overhead else float("nan"), percentile(overhead, 0.99)
+        stopped = "" if usual.get("finished") else f" (stopped at {args.alt_limit:g} s)"
+        rows = [
+            ("(a) spadework", ours, spread(ours_runs), f"{p50:.2f} / {p99:.2f}", ""),
+            ("(b) bare aiohttp", ceiling, spread(ceiling_runs), "-", f"a/b = {rate['a'] / rate['b']:.2f}"),
+            (
+                f"(c) gather + AsyncOpenAI{stopped}",
+                usual,
+                "1 run",
+                "-",
+                f"a/c = {rate['a'] / max(rate['c'], 1e-9):.1f}",
+            ),
+        ]
+        for name, result, runs, overhead_text, ratio in rows:
+            table.add_row(
+                f"{concurrency:,}",
+                name,
+                f"{result['turns']:,}",
+                f"{result['failed']:,}",
+                f"{turns_per_s(result):,.0f}",
+                runs,
+                overhead_text,
+                f"{result['rss_kb'] / concurrency:,.1f} KB",
+                ratio,
+            )
+        table.add_section()
     console.print(table)
 
 
@@ -251,6 +273,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1000, 5000, 10000])
     parser.add_argument("--latency", type=float, default=0.05, help="Seconds the mock model takes per request.")
     parser.add_argument("--world", default="banking")
+    parser.add_argument("--repeats", type=int, default=3, help="Runs of (a) and (b), alternating; medians shown.")
     parser.add_argument("--alt-limit", type=float, default=180.0, help="Seconds (c) may run before it is stopped.")
     parser.add_argument("--client", choices=["spadework", "aiohttp", "openai"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

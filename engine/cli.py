@@ -40,6 +40,7 @@ def rollout(
     ] = "chat",
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes live at once.")] = 256,
     max_in_flight: Annotated[int, typer.Option(min=1, help="Requests in flight per endpoint.")] = 4096,
+    env_concurrency: Annotated[int, typer.Option(min=1, help="World steps running at once.")] = 64,
     max_turns: Annotated[int, typer.Option(min=1)] = 30,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per turn.")] = 512,
     episode_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per episode.")] = None,
@@ -63,7 +64,7 @@ def rollout(
 ) -> None:
     """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""
     try:
-        worlds = LocalWorlds(world)
+        worlds = LocalWorlds(world, max_concurrent_steps=env_concurrency)
     except UnknownWorldError as error:
         raise typer.BadParameter(str(error), param_hint="--world") from None
     if run_id is None:
@@ -168,13 +169,20 @@ def mock_server(
 def show(
     out: Annotated[Path, typer.Argument(help="A rollout's run directory.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON record per line instead of a table.")] = False,
+    parquet: Annotated[Path | None, typer.Option(help="Write all records to this Parquet file instead.")] = None,
 ) -> None:
-    """List a run's stored episodes."""
+    """List a run's stored episodes, or export them (JSON lines, Parquet)."""
     from rich.table import Table
 
     from engine.store import read_records
 
     try:
+        if parquet is not None:
+            from engine.parquet import export_parquet
+
+            rows = export_parquet(out, parquet)
+            typer.echo(f"wrote {rows} episodes to {parquet}")
+            return
         records = read_records(out)
         if as_json:
             for record in records:

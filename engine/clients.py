@@ -55,6 +55,29 @@ def _first_choice(answer: Answer, turn: Turn, needs: str) -> dict[str, Any]:
     return choice
 
 
+def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
+    """Sampled ids and their logprobs, as vLLM (`token_ids`, `logprobs.token_logprobs`) or llama.cpp
+    (`logprobs.content[i].id` / `.logprob`) return them."""
+    logprobs = choice.get("logprobs") or {}
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    sampled = choice.get("token_ids", choice.get("tokens"))
+    if (
+        sampled is None
+        and isinstance(content, list)
+        and all(isinstance(entry, dict) and "id" in entry for entry in content)
+    ):
+        sampled = [entry["id"] for entry in content]
+    if not isinstance(sampled, list) or not all(isinstance(token, int) for token in sampled):
+        raise EndpointFailure(
+            "no_token_ids", "tokens mode needs the sampled ids (choices[0].token_ids)", retryable=False
+        )
+    if isinstance(content, list) and content:
+        values = [entry.get("logprob") for entry in content if isinstance(entry, dict)]
+    else:
+        values = logprobs.get("token_logprobs") or [] if isinstance(logprobs, dict) else []
+    return sampled, [float("nan") if value is None else float(value) for value in values]
+
+
 class ChatClient:
     def __init__(
         self,
@@ -159,10 +182,7 @@ class TokensClient:
         }
         answer = await self.pool.post(self.endpoint, "/completions", body, self.headers, settings.request_timeout_s)
         choice = _first_choice(answer, turn, "index")
-        sampled = choice.get("token_ids", choice.get("tokens"))
-        if not isinstance(sampled, list) or not all(isinstance(token, int) for token in sampled):
-            raise EndpointFailure("no_token_ids", "tokens mode needs choices[0].token_ids", retryable=False)
-        logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or []
+        sampled, logprobs = _sampled_ids_and_logprobs(choice)
         if len(logprobs) != len(sampled):
             turn.problems.append(f"the server returned {len(logprobs)} logprobs for {len(sampled)} tokens")
             logprobs = [float("nan")] * len(sampled)

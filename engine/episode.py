@@ -154,7 +154,7 @@ class Episode:
     async def _act(self, reply: ParsedReply, turn: Turn) -> None:
         """Run the calls in order; show problems to the agent; a reply with neither is a final answer."""
         if not reply.calls and not reply.problems:
-            await self._step(Finish(answer=reply.text or None), turn)
+            await self._step(Finish(answer=reply.text or None))
             return
         native = bool(self.messages[-1].get("tool_calls"))
         results: list[str] = []
@@ -163,11 +163,11 @@ class Episode:
                 content = json.dumps(error_observation("malformed_call", call.problem))
             elif call.name == FINISH_TOOL:
                 answer = call.arguments.get("answer")
-                await self._step(Finish(answer=None if answer is None else str(answer)), turn)
+                await self._step(Finish(answer=None if answer is None else str(answer)))  # ends the episode
             else:
                 turn.tool_calls += 1
                 self.tool_calls += 1
-                result = await self._step(ToolCall(name=call.name, arguments=call.arguments), turn)
+                result = await self._step(ToolCall(name=call.name, arguments=call.arguments))
                 content = json.dumps(result.observation)
             if native:
                 self.messages.append(
@@ -192,7 +192,7 @@ class Episode:
             parts.append("Your reply could not be used: " + "; ".join(problems) + f". Call one of the tools ({names}).")
         return "\n".join(parts)
 
-    async def _step(self, action: ToolCall | Finish, turn: Turn) -> StepResult:
+    async def _step(self, action: ToolCall | Finish) -> StepResult:
         result = await self.env.step(action)
         if result.done:
             scorecard = result.info.get("scorecard")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.endpoints import EndpointPool
@@ -26,6 +27,7 @@ from engine.store import TrajectoryStore
 from engine.trajectory import EpisodeKey, EpisodeRecord
 
 Hints = Literal["plain", "hinted", "both"]
+log = structlog.get_logger()
 
 
 class RolloutPlan(BaseModel):
@@ -116,6 +118,8 @@ async def run_rollout(
             record = await play_episode(plan.run, key, environments(), pool, plan.settings)
             store.append(record)
             stats.add(record)
+            if record.status == "infra_error":
+                log.debug("episode failed", episode=key.text, cause=record.cause, detail=record.detail)
         finally:
             stats.live -= 1
             slots.release()

@@ -109,3 +109,24 @@ async def test_cancelling_a_rollout_leaves_a_readable_store(tmp_path: Path, orac
     assert all(r.status == "ok" for r in records)
     lines = (tmp_path / "episodes.jsonl").read_bytes().splitlines()
     assert all(json.loads(line) for line in lines)
+
+
+def test_parquet_export_keeps_every_record_and_its_tokens(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from engine.parquet import export_parquet
+
+    run = tmp_path / "run"
+    with TrajectoryStore.open(run, plan()) as store:
+        for seed in range(3):
+            entry = record(seed)
+            if seed == 1:
+                trace = TokenTrace(prompt_ids=[1, 2], completion_ids=[3, 4], loss_mask=[1, 0], logprobs=[-0.5, 0.0])
+                entry = entry.model_copy(update={"tokens": trace})
+            store.append(entry)
+    assert export_parquet(run, tmp_path / "run.parquet", batch_size=2) == 3
+    table = pq.read_table(tmp_path / "run.parquet").to_pylist()
+    assert [row["seed"] for row in table] == [0, 1, 2]
+    assert table[1]["completion_ids"] == [3, 4] and table[1]["loss_mask"] == [1, 0]
+    assert table[1]["logprobs"] == [-0.5, 0.0] and table[1]["token_exact"] is True
+    assert table[0]["prompt_ids"] is None and table[0]["status"] == "ok" and table[0]["reward"] == 1.0

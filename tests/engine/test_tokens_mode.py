@@ -67,3 +67,15 @@ def test_a_template_that_rewrites_history_is_refused() -> None:
 def test_a_missing_tokenizer_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no tokenizer at"):
         load_template(str(tmp_path / "nowhere"))
+
+
+def test_sampled_ids_are_read_in_vllm_and_llama_cpp_shapes() -> None:
+    from engine.clients import _sampled_ids_and_logprobs
+    from engine.transport import EndpointFailure
+
+    vllm = {"token_ids": [5, 6], "logprobs": {"token_logprobs": [-0.1, -0.2]}}
+    assert _sampled_ids_and_logprobs(vllm) == ([5, 6], [-0.1, -0.2])
+    llama_cpp = {"logprobs": {"content": [{"id": 5, "logprob": -0.1}, {"id": 6, "logprob": -0.2}]}}
+    assert _sampled_ids_and_logprobs(llama_cpp) == ([5, 6], [-0.1, -0.2])
+    with pytest.raises(EndpointFailure, match="needs the sampled ids"):
+        _sampled_ids_and_logprobs({"text": "no ids here"})
