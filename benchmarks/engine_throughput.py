@@ -1,17 +1,22 @@
 """The engine against its ceiling and against the usual alternative, at 1,000 to 10,000 concurrent episodes.
 
-One mock model server with a fixed latency (a real HTTP server in its own process) answers three clients,
-each at the same concurrency, in one run:
+A mock model server with a fixed latency (a real HTTP server in its own process, started afresh for each
+client so none finds its caches warm) answers three clients, each at the same concurrency:
 
 (a) spadework: `run_rollout` playing every episode for real (parse, step the world, store each record);
-(b) the ceiling: a bare aiohttp load generator replaying exactly (a)'s requests, with no engine logic;
+(b) the ceiling: a bare aiohttp load generator replaying exactly (a)'s requests, with no engine logic
+    (and no world: (a) also pays for resetting and stepping the world, on the same cores);
 (c) the usual alternative: an `asyncio.gather` over the default `AsyncOpenAI` client replaying the same
     requests (`chat.completions.create`, SDK defaults), stopped after `--alt-limit` seconds.
 
-Each client runs in its own subprocess so peak RSS is its own. Printed per concurrency: turns/s, the
-engine's own overhead per turn (from a reply arriving to the next request leaving: parse, world step,
-bookkeeping, event-loop wait) as p50/p99, peak RSS per live episode, and the ratios a/b and a/c. (a) and
-(b) run `--repeats` times, alternating, and the median run is shown: this machine is noisy.
+Printed per concurrency: turns/s; the engine's own overhead per turn (from a reply arriving to the next
+request leaving: parse, world step, bookkeeping, event-loop wait) as p50/p99; RSS per live episode (peak
+RSS minus the RSS after the client's set-up, for (a) after a 20-episode warm-up on other seeds, over the
+most episodes in play at once: all of them for (b) and (c), which start everything together; for (a),
+counted from reset to end, fewer when early episodes end before the last world is reset); and the ratios
+a/b and a/c. (a) and (b) run `--repeats` times, alternating, and the
+median run is shown: this machine is noisy. `--world tests/worlds/library.py:LibraryWorld` (a world whose
+steps cost ~20 us) isolates the engine's own cost from the world's.
 
     python benchmarks/engine_throughput.py --concurrency 1000 5000 10000 --latency 0.05
 """
@@ -61,18 +66,23 @@ def run_spadework(url: str, out: Path, episodes: int, world: str) -> dict[str, A
     from engine.rollout import RolloutPlan, run_rollout
     from engine.store import TrajectoryStore
 
-    plan = RolloutPlan(run="bench", world=world, tasks=episodes, settings=EpisodeSettings(request_timeout_s=600))
+    settings = EpisodeSettings(request_timeout_s=600)
+    plan = RolloutPlan(run="bench", world=world, tasks=episodes, settings=settings)
+    # Seeds far from the measured ones, so the server's per-seed caches stay cold for the real run.
+    warmup = RolloutPlan(run="warmup", world=world, tasks=20, first_seed=10**6, settings=settings)
     worlds = LocalWorlds(world)
-    baseline = _peak_rss_kb()
 
-    async def main() -> float:
-        with TrajectoryStore.open(out, plan) as store:
+    async def play(plan: RolloutPlan, directory: Path) -> tuple[float, int]:
+        with TrajectoryStore.open(directory, plan) as store:
             async with EndpointPool.open([url]) as pool:
                 started = time.perf_counter()
-                await run_rollout(plan, store, pool, worlds, concurrency=episodes)
+                await run_rollout(plan, store, pool, worlds, concurrency=plan.tasks)
                 return time.perf_counter() - started
 
-    wall = anyio.run(main)
+    # A short warm-up first: imports and first-use allocations are the process's, not the episodes'.
+    anyio.run(play, warmup, out.with_name(out.name + "-warmup"))
+    baseline = _peak_rss_kb()
+    wall = anyio.run(play, plan, out)
     peak_kb = _peak_rss_kb()  # before the records are read back below
     records = list(read_records(out))
     overheads = [
@@ -86,7 +96,22 @@ def run_spadework(url: str, out: Path, episodes: int, world: str) -> dict[str, A
         "wall_s": wall,
         "overhead_ms": [1000 * value for value in overheads],
         "rss_kb": peak_kb - baseline,
+        "peak_live": peak_in_play(records),
     }
+
+
+def peak_in_play(records: list[Any]) -> int:
+    """Most episodes between their world's reset and their end at one moment (from the records' timings)."""
+    events = []
+    for record in records:
+        if record.turns:
+            events.append((record.started_at + record.turns[0].started_s, 1))
+            events.append((record.started_at + record.duration_s, -1))
+    live = peak = 0
+    for _, change in sorted(events):
+        live += change
+        peak = max(peak, live)
+    return peak
 
 
 def replay_requests(out: Path) -> list[list[dict[str, Any]]]:
@@ -222,7 +247,7 @@ def compare(args: argparse.Namespace) -> None:
     console = Console(width=150)
     table = Table(title=f"engine throughput: mock model with {args.latency * 1000:.0f} ms latency, world {args.world}")
     columns = ("episodes live", "client", "turns", "failed", "turns/s (median)", "runs (min-max)")
-    for column in (*columns, "overhead p50 / p99 ms", "RSS / episode"):
+    for column in (*columns, "overhead p50 / p99 ms", "peak in play", "RSS / episode in play"):
         table.add_column(column, justify="right")
     table.add_column("ratio")
     for concurrency in args.concurrency:
@@ -261,7 +286,8 @@ def compare(args: argparse.Namespace) -> None:
                 f"{turns_per_s(result):,.0f}",
                 runs,
                 overhead_text,
-                f"{result['rss_kb'] / concurrency:,.1f} KB",
+                f"{result.get('peak_live', concurrency):,}",
+                f"{result['rss_kb'] / result.get('peak_live', concurrency):,.1f} KB",
                 ratio,
             )
         table.add_section()

@@ -181,7 +181,7 @@ class TokensClient:
             **settings.extra_body,
         }
         answer = await self.pool.post(self.endpoint, "/completions", body, self.headers, settings.request_timeout_s)
-        choice = _first_choice(answer, turn, "index")
+        choice = _first_choice(answer, turn, "text")
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
         if len(logprobs) != len(sampled):
             turn.problems.append(f"the server returned {len(logprobs)} logprobs for {len(sampled)} tokens")
