@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FINISH_TOOL = "finish"
+MAX_CONSTRAINED_STRING = 256
 
 
 @dataclass(frozen=True)
@@ -98,21 +99,26 @@ def parse_constrained(text: str) -> ParsedReply:
     return reply
 
 
-def constrained_response_format(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def constrained_response_format(
+    tools: Sequence[dict[str, Any]], max_string_length: int = MAX_CONSTRAINED_STRING
+) -> dict[str, Any]:
     """An OpenAI `response_format` that only admits a call of one of `tools` (OpenAI function specs).
 
     A oneOf over `{"name": const, "arguments": <that tool's parameters>}`, so even a tiny model's reply
-    is a well-formed call once the server enforces the schema.
+    is a well-formed call once the server enforces the schema. Strings without a length bound get
+    `maxLength`: measured with SmolLM2-135M on llama.cpp, 5 of 24 constrained turns ran a string until
+    `max_tokens` cut the JSON off.
     """
     options = []
     for entry in tools:
         function = entry["function"]
+        parameters = function.get("parameters") or {"type": "object"}
         options.append(
             {
                 "type": "object",
                 "properties": {
                     "name": {"const": function["name"]},
-                    "arguments": function.get("parameters") or {"type": "object"},
+                    "arguments": _bounded_strings(parameters, max_string_length),
                 },
                 "required": ["name", "arguments"],
                 "additionalProperties": False,
@@ -120,6 +126,20 @@ def constrained_response_format(tools: Sequence[dict[str, Any]]) -> dict[str, An
         )
     schema = {"oneOf": options}
     return {"type": "json_schema", "json_schema": {"name": "tool_call", "strict": True, "schema": schema}}
+
+
+def _bounded_strings(schema: Any, limit: int) -> Any:
+    """A copy of `schema` in which every unbounded string type has `maxLength: limit`."""
+    if isinstance(schema, list):
+        return [_bounded_strings(item, limit) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copied = {key: _bounded_strings(value, limit) for key, value in schema.items()}
+    types = copied.get("type")
+    is_string = types == "string" or (isinstance(types, list) and "string" in types)
+    if is_string and "maxLength" not in copied and "enum" not in copied and "const" not in copied:
+        copied["maxLength"] = limit
+    return copied
 
 
 # -- protocols ------------------------------------------------------------------------------------

@@ -157,3 +157,33 @@ def test_constrained_schema_admits_exactly_the_worlds_calls() -> None:
     with pytest.raises(ValidationError):
         validator.validate({"name": name})
     assert json.loads(json.dumps(response_format)) == response_format
+
+
+def test_constrained_schema_bounds_strings_without_touching_the_tools() -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "note",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string"},
+                        "code": {"type": "string", "maxLength": 8},
+                        "kind": {"type": "string", "enum": ["a", "b"]},
+                        "tags": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+                    },
+                },
+            },
+        }
+    ]
+    before = json.dumps(tools)
+    schema = constrained_response_format(tools, max_string_length=16)["json_schema"]["schema"]
+    assert json.dumps(tools) == before  # the world's own schemas are not mutated
+    validator = Draft202012Validator(schema)
+    validator.validate({"name": "note", "arguments": {"text": "x" * 16, "code": "12345678", "tags": ["y" * 16]}})
+    for too_long in ({"text": "x" * 17}, {"code": "123456789"}, {"tags": ["y" * 17]}):
+        with pytest.raises(ValidationError):
+            validator.validate({"name": "note", "arguments": too_long})
+    properties = schema["oneOf"][0]["properties"]["arguments"]["properties"]
+    assert "maxLength" not in properties["kind"]
