@@ -13,6 +13,7 @@ server's fault, and the episode becomes an `infra_error` rather than a score.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from engine.endpoints import Answer, Endpoint, EndpointPool
@@ -78,16 +79,22 @@ def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[f
     return sampled, [float("nan") if value is None else float(value) for value in values]
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where an episode's requests go: its sticky endpoint, through the pool (limits, retries), with its headers."""
+
+    pool: EndpointPool
+    endpoint: Endpoint
+    headers: dict[str, str]
+    timeout_s: float
+
+    async def post(self, path: str, body: dict[str, Any]) -> Answer:
+        return await self.pool.post(self.endpoint, path, body, self.headers, self.timeout_s)
+
+
 class ChatClient:
-    def __init__(
-        self,
-        pool: EndpointPool,
-        endpoint: Endpoint,
-        headers: dict[str, str],
-        settings: EpisodeSettings,
-        tools: list[dict[str, Any]],
-    ) -> None:
-        self.pool, self.endpoint, self.headers, self.settings = pool, endpoint, headers, settings
+    def __init__(self, route: Route, settings: EpisodeSettings, tools: list[dict[str, Any]]) -> None:
+        self.route, self.settings = route, settings
         self.tokens = TokenTrace() if settings.token_ids else None
         self.tokens_used = 0
         self._constrained = settings.mode == "constrained"
@@ -111,8 +118,7 @@ class ChatClient:
             body["return_token_ids"] = True
             body["logprobs"] = True
         body.update(settings.extra_body)
-        timeout = settings.request_timeout_s
-        answer = await self.pool.post(self.endpoint, "/chat/completions", body, self.headers, timeout)
+        answer = await self.route.post("/chat/completions", body)
         choice = _first_choice(answer, turn, "message")
         message = choice["message"]
         self.tokens_used = (turn.prompt_tokens or 0) + (turn.completion_tokens or 0)
@@ -143,15 +149,9 @@ class ChatClient:
 
 class TokensClient:
     def __init__(
-        self,
-        pool: EndpointPool,
-        endpoint: Endpoint,
-        headers: dict[str, str],
-        settings: EpisodeSettings,
-        tools: list[dict[str, Any]],
-        template: TokenTemplate,
+        self, route: Route, settings: EpisodeSettings, tools: list[dict[str, Any]], template: TokenTemplate
     ) -> None:
-        self.pool, self.endpoint, self.headers, self.settings = pool, endpoint, headers, settings
+        self.route, self.settings = route, settings
         self.template = template
         self.tokens: TokenTrace | None = TokenTrace()
         self.tokens_used = 0
@@ -180,7 +180,7 @@ class TokensClient:
             "skip_special_tokens": False,
             **settings.extra_body,
         }
-        answer = await self.pool.post(self.endpoint, "/completions", body, self.headers, settings.request_timeout_s)
+        answer = await self.route.post("/completions", body)
         choice = _first_choice(answer, turn, "text")
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
         if len(logprobs) != len(sampled):

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from engine.clients import ChatClient, ModelClient, TokensClient
+from engine.clients import ChatClient, ModelClient, Route, TokensClient
 from engine.endpoints import Endpoint, EndpointPool
 from engine.environments import Environment
 from engine.parsing import FINISH_TOOL, ParsedCall, ParsedReply
@@ -85,10 +85,11 @@ class Episode:
 
     def _client(self, endpoint: Endpoint) -> ModelClient:
         headers = {EPISODE_HEADER: f"{self.run}/{self.key.text}"}
+        route = Route(self.pool, endpoint, headers, self.settings.request_timeout_s)
         if self.settings.mode == "tokens":
             template = load_template(self.settings.tokenizer or "")
-            return TokensClient(self.pool, endpoint, headers, self.settings, self._tools, template)
-        return ChatClient(self.pool, endpoint, headers, self.settings, self._tools)
+            return TokensClient(route, self.settings, self._tools, template)
+        return ChatClient(route, self.settings, self._tools)
 
     async def play(self) -> EpisodeRecord:
         started_at, started = time.time(), time.perf_counter()

@@ -190,18 +190,7 @@ class MockModel:
             "message": message,
             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
         }
-        answer: dict[str, Any] = {
-            "id": f"chatcmpl-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "mock"),
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": len(prompt),
-                "completion_tokens": len(sampled),
-                "total_tokens": len(prompt) + len(sampled),
-            },
-        }
+        answer = self._envelope("chat.completion", body, choice, len(prompt), len(sampled))
         if body.get("return_token_ids"):
             answer["prompt_token_ids"] = prompt
             choice["token_ids"] = sampled
@@ -241,16 +230,22 @@ class MockModel:
         }
         if body.get("logprobs"):
             choice["logprobs"] = {"token_logprobs": [fake_logprob(token) for token in sampled]}
+        return self._envelope("text_completion", body, choice, len(prompt), len(sampled))
+
+    def _envelope(
+        self, kind: str, body: dict[str, Any], choice: dict[str, Any], prompt_tokens: int, completion_tokens: int
+    ) -> dict[str, Any]:
+        """The OpenAI response around one choice, with usage counted in the mock's tokens."""
         return {
-            "id": f"cmpl-{next(self._ids)}",
-            "object": "text_completion",
+            "id": f"{kind}-{next(self._ids)}",
+            "object": kind,
             "created": int(time.time()),
             "model": body.get("model", "mock"),
             "choices": [choice],
             "usage": {
-                "prompt_tokens": len(prompt),
-                "completion_tokens": len(sampled),
-                "total_tokens": len(prompt) + len(sampled),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
         }
 
