@@ -9,7 +9,7 @@ play world="banking" seed="0":
     spadework toolworld play {{world}} --seed {{seed}} --policy oracle
     just rollout-mock {{world}}
 
-# Run the engine against the scripted mock model (a real local server): `just rollout-mock orders --fault-rate 0.2`.
+# Run the engine against the scripted mock model (a real local server): `just rollout-mock orders --fault-rate 0.2 --hang 10`.
 rollout-mock world="banking" *mock_flags="":
     #!/usr/bin/env bash
     set -euo pipefail
@@ -19,7 +19,8 @@ rollout-mock world="banking" *mock_flags="":
     trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
     for _ in $(seq 100); do grep -q "serving" "$out/server.txt" 2>/dev/null && break; sleep 0.1; done
     url=$(grep -o "http://[^ ]*" "$out/server.txt")
-    spadework rollout --world {{world}} --endpoint "$url" --out "$out/run" --tasks 200 --hints both --token-ids
+    spadework rollout --world {{world}} --endpoint "$url" --out "$out/run" --tasks 200 --hints both --token-ids \
+        --request-timeout 5
     spadework episodes "$out/run" | tail -n 8
 
 # Everything CI checks: lint, format, types, tests.

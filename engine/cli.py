@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import uuid
 from pathlib import Path
@@ -18,7 +19,7 @@ from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
 from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
 from engine.settings import EpisodeSettings, Mode
-from engine.store import StoreError, TrajectoryStore, read_plan
+from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan
 from engine.templates import load_template
 from engine.transport import TransportKind
 from toolworlds.registry import UnknownWorldError
@@ -68,7 +69,7 @@ def rollout(
     except UnknownWorldError as error:
         raise typer.BadParameter(str(error), param_hint="--world") from None
     if run_id is None:
-        run_id = read_plan(out).get("run") if (out / "run.json").exists() else None
+        run_id = read_plan(out).get("run") if (out / PLAN_FILE).exists() else None
         run_id = run_id or uuid.uuid4().hex[:12]
     if mode == "tokens":
         if tokenizer is None:
@@ -160,6 +161,8 @@ def mock_server(
         worlds=tuple(world),
         tokenizer=tokenizer,
     )
+    # Injected faults drop connections and outlive client deadlines on purpose; aiohttp would log each as an error.
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     sock = bind(host, port, backlog=16384)  # thousands of clients connect at once in the benchmarks
     bound_host, bound_port = sock.getsockname()[:2]
     print(f"serving mock model on http://{bound_host}:{bound_port}/v1", flush=True)

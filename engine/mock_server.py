@@ -183,8 +183,9 @@ class MockModel:
         return {"role": "assistant", "content": text}
 
     def completion(self, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-        prompt = token_ids(render(body.get("messages") or [], self.settings.drift) + "<|assistant|>")
-        sampled = token_ids(_assistant_body(message) + "<|end|>")
+        # Byte-level: a text's token ids are its UTF-8 bytes, so usage is a length and lists are built only on request.
+        prompt = (render(body.get("messages") or [], self.settings.drift) + "<|assistant|>").encode()
+        sampled = (_assistant_body(message) + "<|end|>").encode()
         choice: dict[str, Any] = {
             "index": 0,
             "message": message,
@@ -192,8 +193,8 @@ class MockModel:
         }
         answer = self._envelope("chat.completion", body, choice, len(prompt), len(sampled))
         if body.get("return_token_ids"):
-            answer["prompt_token_ids"] = prompt
-            choice["token_ids"] = sampled
+            answer["prompt_token_ids"] = list(prompt)
+            choice["token_ids"] = list(sampled)
         if body.get("logprobs"):
             choice["logprobs"] = {
                 "content": [

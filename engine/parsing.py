@@ -90,12 +90,9 @@ def parse_text(text: str) -> ParsedReply:
 def parse_constrained(text: str) -> ParsedReply:
     """Read a reply produced under `constrained_response_format`: one JSON object naming a tool."""
     reply = ParsedReply(text=text)
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        reply.problems.append(f"the reply is not valid JSON ({error.msg} at character {error.pos})")
-        return reply
-    _append_json_call(value, "the reply", reply)
+    value = _loaded(text, "the reply is not valid JSON", reply)
+    if value is not _INVALID:
+        _append_json_call(value, "the reply", reply)
     return reply
 
 
@@ -153,26 +150,33 @@ def _parse_tagged(text: str) -> ParsedReply:
         if not match.group(0).endswith("</tool_call>"):
             reply.problems.append(f"{where} is not closed with </tool_call>")
             continue
-        try:
-            value = json.loads(body)
-        except json.JSONDecodeError as error:
-            reply.problems.append(f"{where} is not valid JSON ({error.msg} at character {error.pos})")
-            continue
-        _append_json_call(value, where, reply)
+        value = _loaded(body, f"{where} is not valid JSON", reply)
+        if value is not _INVALID:
+            _append_json_call(value, where, reply)
     return reply
 
 
 def _parse_json_calls(text: str, body: str) -> ParsedReply:
     reply = ParsedReply(text=text)
-    try:
-        value = json.loads(body)
-    except json.JSONDecodeError as error:
-        reply.problems.append(f"the reply looks like JSON but is not valid ({error.msg} at character {error.pos})")
+    value = _loaded(body, "the reply looks like JSON but is not valid", reply)
+    if value is _INVALID:
         return reply
     entries = value if isinstance(value, list) else [value]
     for position, entry in enumerate(entries):
         _append_json_call(entry, f"JSON call {position + 1}", reply)
     return reply
+
+
+_INVALID = object()
+
+
+def _loaded(text: str, problem: str, reply: ParsedReply) -> Any:
+    """`text` as JSON, or `_INVALID` after adding `problem (why, where)` to `reply`."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        reply.problems.append(f"{problem} ({error.msg} at character {error.pos})")
+        return _INVALID
 
 
 def _append_json_call(value: Any, where: str, reply: ParsedReply) -> None:
@@ -194,10 +198,8 @@ def _arguments_object(raw: Any, where: str, reply: ParsedReply) -> dict[str, Any
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as error:
-            reply.problems.append(f"{where}: arguments are not valid JSON ({error.msg} at character {error.pos})")
+        raw = _loaded(raw, f"{where}: arguments are not valid JSON", reply)
+        if raw is _INVALID:
             return None
     if not isinstance(raw, dict):
         reply.problems.append(f"{where}: arguments must be a JSON object, got {type(raw).__name__}")
