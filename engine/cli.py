@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,12 +17,14 @@ from rich.console import Console
 
 from engine.endpoints import EndpointPool, RetryPolicy
 from engine.environments import LocalWorlds
+from engine.llama_server import ERROR_PREFIX, EmbeddedServer, ServerSettings, ServerStartError, serve_forever
+from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
 from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
 from engine.settings import EpisodeSettings, Mode
 from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan
-from engine.templates import load_template
+from engine.templates import CHATML_WITH_TOOLS, load_template
 from engine.transport import TransportKind
 from toolworlds.registry import UnknownWorldError
 
@@ -29,8 +33,14 @@ log = structlog.get_logger()
 
 def rollout(
     world: Annotated[str, typer.Option(help="World name, file.py:Class or module:Class.")],
-    endpoint: Annotated[list[str], typer.Option(help="OpenAI base URL (repeat for several servers).")],
     out: Annotated[Path, typer.Option(help="Run directory; an existing one is resumed.")],
+    endpoint: Annotated[
+        list[str], typer.Option(help="OpenAI base URL (repeat for several). None: start the embedded model server.")
+    ] = [],  # noqa: B006
+    local_model: Annotated[
+        str, typer.Option(help="Without --endpoint: the .gguf to serve, or 'default' (SmolLM2-135M).")
+    ] = "default",
+    local_parallel: Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")] = 4,
     tasks: Annotated[int, typer.Option(min=1, help="How many seeds (tasks).")] = 10,
     samples: Annotated[int, typer.Option(min=1, help="Plays per task (and per hint setting).")] = 1,
     first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
@@ -71,7 +81,15 @@ def rollout(
     if run_id is None:
         run_id = read_plan(out).get("run") if (out / PLAN_FILE).exists() else None
         run_id = run_id or uuid.uuid4().hex[:12]
+    served = None
+    if not endpoint:
+        try:
+            served = ServerSettings(model=resolve_gguf(local_model), parallel=local_parallel)
+        except ModelNotFoundError as error:
+            raise typer.BadParameter(str(error), param_hint="--local-model") from None
     if mode == "tokens":
+        if tokenizer is None and served is not None:
+            tokenizer = str(served.model)  # the served model's own tokenizer, with the server's template
         if tokenizer is None:
             raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
         try:
@@ -107,17 +125,24 @@ def rollout(
     stats = RolloutStats(planned=plan.size)
     retry = RetryPolicy(attempts=retries + 1)
 
-    async def main() -> None:
+    async def main(urls: list[str]) -> None:
         async with EndpointPool.open(
-            endpoint, api_key=api_key, max_in_flight=max_in_flight, retry=retry, transport=transport
+            urls, api_key=api_key, max_in_flight=max_in_flight, retry=retry, transport=transport
         ) as pool:
             await run_rollout(plan, store, pool, worlds, concurrency, stats)
 
     log.info("rollout starting", run=run_id, out=str(out), planned=plan.size, already_done=len(store.finished))
     interrupted = False
-    with store, live_progress(stats, console, progress and console.is_terminal):
+    with ExitStack() as stack:
+        stack.enter_context(store)
+        if served is not None:
+            try:
+                endpoint = [stack.enter_context(EmbeddedServer(served)).base_url]
+            except ServerStartError as error:
+                raise typer.BadParameter(str(error), param_hint="--local-model") from None
+        stack.enter_context(live_progress(stats, console, progress and console.is_terminal))
         try:
-            anyio.run(main, backend=backend)
+            anyio.run(main, endpoint, backend=backend)
         except KeyboardInterrupt:
             interrupted = True
     Console().print(summary_table(stats))  # results on stdout; progress and logs on stderr
@@ -167,6 +192,37 @@ def mock_server(
     bound_host, bound_port = sock.getsockname()[:2]
     print(f"serving mock model on http://{bound_host}:{bound_port}/v1", flush=True)
     web.run_app(build_app(settings), sock=sock, print=None, access_log=None, handle_signals=True)
+
+
+def serve(
+    model: Annotated[
+        str, typer.Option(help="A local .gguf file, or 'default' (the embedded SmolLM2-135M).")
+    ] = "default",
+    host: Annotated[str, typer.Option(help="Interface to bind; keep it on loopback.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8080,
+    parallel: Annotated[int, typer.Option(min=1, help="Slots decoded together (continuous batching).")] = 4,
+    context: Annotated[int, typer.Option(min=256, help="Context tokens per slot (one episode).")] = 8192,
+    threads: Annotated[int, typer.Option(min=1, help="CPU threads (default: all cores).")] = os.cpu_count() or 1,
+    own_template: Annotated[
+        bool, typer.Option(help="Keep the model's own chat template instead of spadework's tool-aware one.")
+    ] = False,
+) -> None:
+    """Serve a local GGUF model over an OpenAI-compatible API (llama.cpp), until SIGTERM or Ctrl-C."""
+    try:
+        settings = ServerSettings(
+            model=resolve_gguf(model),
+            host=host,
+            port=port,
+            parallel=parallel,
+            context=context,
+            threads=threads,
+            chat_template=None if own_template else CHATML_WITH_TOOLS,
+        )
+        serve_forever(settings)
+    except (ModelNotFoundError, ServerStartError) as error:
+        # One line a parent process (EmbeddedServer) can pick out of llama.cpp's log.
+        typer.echo(f"{ERROR_PREFIX}{error}", err=True)
+        raise typer.Exit(2) from None
 
 
 def show(

@@ -36,7 +36,9 @@ CHATML_WITH_TOOLS = (
     "<|im_end|>{{ nl }}"
     "{% else %}<|im_start|>{{ message.role }}\n{{ message.content or '' }}"
     "{% for call in message.tool_calls or [] %}<tool_call>{{ nl }}"
-    '{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments }}}{{ nl }}</tool_call>'
+    '{"name": "{{ call.function.name }}", "arguments": '
+    "{% if call.function.arguments is string %}{{ call.function.arguments }}"
+    "{% else %}{{ call.function.arguments | tojson }}{% endif %}}{{ nl }}</tool_call>"
     "{% endfor %}<|im_end|>{{ nl }}{% endif %}"
     "{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
@@ -130,12 +132,20 @@ def byte_tokenizer() -> Any:
 
 @lru_cache(maxsize=8)
 def load_template(spec: str) -> TokenTemplate:
-    """`bytes` (the built-in byte tokenizer) or a local Hugging Face tokenizer directory."""
+    """`bytes` (the built-in byte tokenizer), `default` or a .gguf file (that model's tokenizer, with the
+    tool-aware template the embedded server uses), or a local Hugging Face tokenizer directory."""
     if spec == "bytes":
         return TokenTemplate(byte_tokenizer())
+    if spec == "default" or spec.endswith(".gguf"):
+        from engine.local_models import resolve_gguf, tokenizer_dir
+
+        spec = str(tokenizer_dir(resolve_gguf(spec)))
     path = Path(spec)
     if not path.exists():
-        raise ValueError(f"no tokenizer at {spec!r}: give a local Hugging Face tokenizer directory, or 'bytes'")
+        raise ValueError(
+            f"no tokenizer at {spec!r}: give a local Hugging Face tokenizer directory, a .gguf file, "
+            "'default' or 'bytes'"
+        )
     from transformers import AutoTokenizer
 
     tokenizer: Tokenizer = AutoTokenizer.from_pretrained(path)

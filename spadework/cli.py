@@ -20,6 +20,7 @@ app.add_typer(toolworld_app, name="toolworld")
 app.command("rollout")(engine_cli.rollout)
 app.command("episodes")(engine_cli.show)
 app.command("mock-server")(engine_cli.mock_server)
+app.command("serve")(engine_cli.serve)
 
 
 def _print_version(wanted: bool) -> None:

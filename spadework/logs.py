@@ -25,6 +25,12 @@ def configure_logging(level: str | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(chosen)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_current_stderr_logger,
         cache_logger_on_first_use=False,
     )
+
+
+def _current_stderr_logger(*args: object) -> structlog.PrintLogger:
+    """Look sys.stderr up at each use: PrintLoggerFactory(file=sys.stderr) keeps the stream it was given,
+    which a test runner (or contextlib.redirect_stderr) may have closed since."""
+    return structlog.PrintLogger(file=sys.stderr)

@@ -1,0 +1,176 @@
+"""The embedded model server: throughput with and without batching, and tool-call quality.
+
+One `spadework serve` (llama.cpp via xllamacpp, SmolLM2-135M Q4_1 by default) with `--parallel` slots
+answers, over real HTTP:
+
+1. generation: N requests at once (1, 4, 8), each a short distinct prompt forced to generate exactly
+   `--max-tokens` tokens (`ignore_eos`); aggregate generated tokens per wall second;
+2. prompt reading: N requests at once, each a distinct ~`--prompt-tokens` prompt with one generated token
+   and the prompt cache off; aggregate prompt tokens per wall second;
+3. tool-call quality in the engine's `constrained` mode: for each reference world and seed, the engine's
+   own opening (rules, tool list, task) and its JSON-schema `response_format`, one greedy reply, compared
+   with the first call of the world's reference solution: well-formed (one call of a known tool, arguments
+   an object), right tool, right tool with exactly the right arguments.
+
+(1) and (2) run `--repeats` times; medians are shown with the ratio to one request at a time.
+
+    python benchmarks/embedded_server.py                  # or: just bench-serve
+    python benchmarks/embedded_server.py --model path/to/other.gguf --quality-tasks 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+from engine.environments import LocalWorlds
+from engine.episode import FINISH_FUNCTION, opening_messages
+from engine.llama_server import EmbeddedServer, ServerSettings
+from engine.local_models import resolve_gguf
+from engine.parsing import constrained_response_format, parse_constrained
+from toolworlds.core import ToolCall
+from toolworlds.registry import load_world
+
+WORDS = [
+    "harbour",
+    "lantern",
+    "quarry",
+    "meadow",
+    "glacier",
+    "orchard",
+    "canyon",
+    "beacon",
+    "archive",
+    "compass",
+    "ember",
+    "falcon",
+]
+
+
+async def _burst(
+    client: httpx.AsyncClient, url: str, bodies: list[dict[str, Any]]
+) -> tuple[float, list[dict[str, Any]]]:
+    started = time.perf_counter()
+    responses = await asyncio.gather(*(client.post(url, json=body) for body in bodies))
+    wall = time.perf_counter() - started
+    for response in responses:
+        response.raise_for_status()
+    return wall, [response.json() for response in responses]
+
+
+async def generation_rate(client: httpx.AsyncClient, base: str, at_once: int, max_tokens: int, salt: int) -> float:
+    bodies = [
+        {
+            "messages": [{"role": "user", "content": f"Tell a story about a {WORDS[(salt + i) % len(WORDS)]} ({i})."}],
+            "max_tokens": max_tokens,
+            "temperature": 0.8,
+            "ignore_eos": True,
+        }
+        for i in range(at_once)
+    ]
+    wall, answers = await _burst(client, base + "/chat/completions", bodies)
+    return sum(answer["usage"]["completion_tokens"] for answer in answers) / wall
+
+
+async def prompt_rate(client: httpx.AsyncClient, base: str, at_once: int, prompt_tokens: int, salt: int) -> float:
+    filler = " ".join(WORDS[(salt + j) % len(WORDS)] for j in range(prompt_tokens))
+    bodies = [
+        {"prompt": f"{salt}-{i}: {filler}", "max_tokens": 1, "cache_prompt": False, "temperature": 0}
+        for i in range(at_once)
+    ]
+    wall, answers = await _burst(client, base + "/completions", bodies)
+    return sum(answer["usage"]["prompt_tokens"] for answer in answers) / wall
+
+
+async def throughput(base: str, levels: list[int], repeats: int, max_tokens: int, prompt_tokens: int) -> Table:
+    generated: dict[int, list[float]] = {level: [] for level in levels}
+    read: dict[int, list[float]] = {level: [] for level in levels}
+    async with httpx.AsyncClient(timeout=600) as client:
+        await generation_rate(client, base, 1, 8, salt=99)  # warm-up
+        for repeat in range(repeats):
+            for level in levels:  # interleaved, so drift in machine load hits every level alike
+                generated[level].append(await generation_rate(client, base, level, max_tokens, salt=repeat))
+                read[level].append(await prompt_rate(client, base, level, prompt_tokens, salt=repeat * 7 + level))
+    table = Table(title=f"throughput (median of {repeats})")
+    for column in ("requests at once", "generated tok/s", "× one request", "prompt tok/s", "× one request"):
+        table.add_column(column, justify="right")
+    single_gen, single_read = statistics.median(generated[levels[0]]), statistics.median(read[levels[0]])
+    for level in levels:
+        gen, rd = statistics.median(generated[level]), statistics.median(read[level])
+        table.add_row(str(level), f"{gen:.1f}", f"{gen / single_gen:.2f}", f"{rd:.1f}", f"{rd / single_read:.2f}")
+    return table
+
+
+async def tool_quality(base: str, worlds: list[str], tasks: int, max_tokens: int) -> Table:
+    table = Table(title=f"constrained tool calls, first turn, greedy ({tasks} tasks per world)")
+    for column in ("world", "well-formed", "right tool", "right tool + arguments", "s / reply"):
+        table.add_column(column, justify="right")
+    async with httpx.AsyncClient(timeout=600) as client:
+        for name in worlds:
+            environments = LocalWorlds(name)
+            tools = [*environments.tools, FINISH_FUNCTION]
+            response_format = constrained_response_format(tools)
+            known = {tool["function"]["name"] for tool in tools}
+            formed = right_tool = right_arguments = 0
+            started = time.perf_counter()
+            for seed in range(tasks):  # one at a time: the slot keeps the shared rules + tool list cached
+                env = environments()
+                task = await env.reset(seed)
+                expected = _first_call(name, seed)
+                body = {
+                    "messages": opening_messages(env, task, hinted=False, mode="constrained"),
+                    "response_format": response_format,
+                    "max_tokens": max_tokens,
+                    "temperature": 0,
+                }
+                answer = (await client.post(base + "/chat/completions", json=body)).json()
+                reply = parse_constrained(answer["choices"][0]["message"]["content"] or "")
+                if reply.problems or len(reply.calls) != 1 or reply.calls[0].name not in known:
+                    continue
+                formed += 1
+                call = reply.calls[0]
+                if expected is not None and call.name == expected.name:
+                    right_tool += 1
+                    right_arguments += call.arguments == expected.arguments
+            per_reply = (time.perf_counter() - started) / tasks
+            row = [f"{100 * count / tasks:.0f}%" for count in (formed, right_tool, right_arguments)]
+            table.add_row(name, *row, f"{per_reply:.1f}")
+    return table
+
+
+def _first_call(world_name: str, seed: int) -> ToolCall | None:
+    world = load_world(world_name)()
+    world.reset(seed)
+    return next((action for action in world.solution() if isinstance(action, ToolCall)), None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="default", help="a local .gguf file, or 'default'")
+    parser.add_argument("--parallel", type=int, default=8, help="server slots")
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 4, 8], help="requests at once")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=64, help="generated per request")
+    parser.add_argument("--prompt-tokens", type=int, default=256, help="about this many words per prompt")
+    parser.add_argument("--worlds", nargs="+", default=["banking", "ticketing", "orders"])
+    parser.add_argument("--quality-tasks", type=int, default=10, help="seeds per world (0: skip)")
+    args = parser.parse_args()
+    console = Console()
+    settings = ServerSettings(model=resolve_gguf(args.model), parallel=args.parallel, context=4096)
+    with EmbeddedServer(settings) as server:
+        console.print(f"model {settings.model.name}, {args.parallel} slots, {settings.threads} threads")
+        table = asyncio.run(throughput(server.base_url, args.levels, args.repeats, args.max_tokens, args.prompt_tokens))
+        console.print(table)
+        if args.quality_tasks:
+            console.print(asyncio.run(tool_quality(server.base_url, args.worlds, args.quality_tasks, 128)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The embedded model server: llama.cpp's own HTTP server, from the prebuilt `xllamacpp` wheel.
+
+`spadework serve` runs it in the foreground (`serve_forever`). Everything else that needs a model and was
+given no `--endpoint` starts `spadework serve` as a child process through `EmbeddedServer`, so the server
+lives in its own process: a crash or a reload never takes the engine down, and SIGTERM stops it cleanly.
+
+llama.cpp gives continuous batching over `parallel` slots, `/v1/chat/completions` (with a JSON-schema
+`response_format` for the engine's `constrained` mode), `/v1/completions` with token-id prompts and
+per-token ids and logprobs (the engine's `tokens` mode), `/health`, `/tokenize` and `/metrics`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any, Self
+
+import httpx
+import structlog
+
+from engine.templates import CHATML_WITH_TOOLS
+
+log = structlog.get_logger()
+
+READY_LINE = "serving model"
+# `spadework serve` writes a startup failure as one line with this prefix on stderr.
+ERROR_PREFIX = "spadework serve: error: "
+
+
+class ServerStartError(RuntimeError):
+    """The model server could not start: the message says why (port taken, bad model file, ...)."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How llama.cpp serves one GGUF model."""
+
+    model: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    parallel: int = 4
+    # Tokens one episode may hold. The KV cache is one pool (`kv_unified`) of `context * parallel` tokens:
+    # with a pool of only `context`, four live 2,000-token episodes overflowed it ("Context size has been
+    # exceeded"); llama.cpp caps each slot at the model's training context anyway.
+    context: int = 8192
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # The tool-aware ChatML template the engine's `tokens` mode renders with; None keeps the model's own.
+    chat_template: str | None = CHATML_WITH_TOOLS
+
+    def arguments(self) -> list[str]:
+        """The `spadework serve` arguments that reproduce these settings."""
+        arguments = ["--model", str(self.model), "--host", self.host, "--port", str(self.port)]
+        arguments += ["--parallel", str(self.parallel), "--context", str(self.context), "--threads", str(self.threads)]
+        return [*arguments, "--own-template"] if self.chat_template is None else arguments
+
+
+def check_port_free(host: str, port: int) -> None:
+    """llama.cpp only logs a failed bind; check first so a taken port is one clear error."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise ServerStartError(f"port {port} on {host} is already in use") from None
+            raise ServerStartError(f"cannot bind {host}:{port}: {error.strerror}") from None
+
+
+def start_llama(settings: ServerSettings) -> Any:
+    """Start llama.cpp's server in this process; returns the `xllamacpp.Server` (it serves until deleted)."""
+    import xllamacpp
+
+    check_port_free(settings.host, settings.port)
+    params = xllamacpp.CommonParams()
+    params.model.path = str(settings.model)
+    params.hostnames = [settings.host]
+    params.port = settings.port
+    params.n_parallel = settings.parallel
+    params.n_ctx = settings.context * settings.parallel
+    params.kv_unified = True
+    params.cpuparams.n_threads = settings.threads
+    params.cpuparams_batch.n_threads = settings.threads
+    if settings.chat_template is not None:
+        params.chat_template = settings.chat_template
+    try:
+        return xllamacpp.Server(params)
+    except RuntimeError:
+        # The reason is in llama.cpp's own log lines above (a bad file, an unsupported architecture, ...).
+        raise ServerStartError(f"llama.cpp could not load {settings.model} (its log above says why)") from None
+
+
+def serve_forever(settings: ServerSettings) -> None:
+    """Serve until SIGTERM or SIGINT, then free the model and return."""
+    server = start_llama(settings)
+    url = server.listening_address
+    print(f"{READY_LINE} {settings.model.name} on {url}/v1", flush=True)
+    log.info("serving", model=str(settings.model), url=f"{url}/v1", parallel=settings.parallel)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        del server  # xllamacpp stops its HTTP threads and frees the model when the object goes
+        log.info("server stopped", url=f"{url}/v1")
+
+
+class EmbeddedServer:
+    """`spadework serve` in a child process: start, wait until healthy, reload another model, stop.
+
+    Use as a context manager; `base_url` is what the engine's `--endpoint` takes.
+    """
+
+    def __init__(self, settings: ServerSettings, start_timeout_s: float = 120.0) -> None:
+        self.settings = settings
+        self.start_timeout_s = start_timeout_s
+        self._process: subprocess.Popen[str] | None = None
+        self._url: str | None = None
+        self._log: Any = None
+
+    @property
+    def base_url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("the embedded server is not running")
+        return self._url
+
+    def start(self) -> str:
+        """Start the child and return its OpenAI base URL once `/health` answers."""
+        command = [sys.executable, "-m", "spadework", "serve", *self.settings.arguments()]
+        started = time.monotonic()
+        # llama.cpp logs every request on stderr: to a file, so an unread pipe can never stall the server.
+        self._log = tempfile.NamedTemporaryFile(prefix="spadework-serve-", suffix=".log", delete=False)  # noqa: SIM115
+        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self._url = self._await_ready(self._process)
+        port = int(self._url.rsplit(":", 1)[1].split("/")[0])
+        # A reload comes back on the same port, so clients holding the URL keep working.
+        self.settings = replace(self.settings, port=port)
+        log.info(
+            "embedded server ready", url=self._url, seconds=round(time.monotonic() - started, 2), log=self._log.name
+        )
+        return self._url
+
+    def reload(self, model: Path) -> str:
+        """Serve `model` instead (same port and settings); the old process is stopped first."""
+        self.stop()
+        self.settings = replace(self.settings, model=model)
+        return self.start()
+
+    def stop(self) -> None:
+        process, self._process, self._url = self._process, None, None
+        if self._log is not None:
+            self._log.close()
+            Path(self._log.name).unlink(missing_ok=True)
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            log.warning("embedded server ignored SIGTERM; killing it", pid=process.pid)
+            process.kill()
+            process.wait()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _await_ready(self, process: subprocess.Popen[str]) -> str:
+        stdout = process.stdout
+        assert stdout is not None
+        lines: list[str] = []
+        threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True).start()
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            announced = next((line for line in lines if line.startswith(READY_LINE)), None)
+            if announced is not None:
+                url = announced.rsplit(" on ", 1)[1].strip()
+                if _healthy(url):
+                    return url
+            elif process.poll() is not None:
+                raise ServerStartError(self._failure(process.returncode))
+            time.sleep(0.05)
+        process.kill()
+        process.wait()
+        raise ServerStartError(f"the model server did not become healthy within {self.start_timeout_s:.0f} s")
+
+    def _failure(self, returncode: int) -> str:
+        """The child's own one-line reason, not the whole llama.cpp log."""
+        text = Path(self._log.name).read_text(errors="replace")
+        reasons = [line.removeprefix(ERROR_PREFIX) for line in text.splitlines() if line.startswith(ERROR_PREFIX)]
+        reason = reasons[-1] if reasons else f"it exited with {returncode}"
+        return f"{reason} (server log: {self._log.name})"
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        return httpx.get(base_url.removesuffix("/v1") + "/health", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,17 @@
+"""Fixtures for the whole suite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Prepared tokenizers and checkpoints go to a fresh cache, as on a new machine (children inherit it)."""
+    path = tmp_path_factory.mktemp("model-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPADEWORK_CACHE", str(path))
+        yield path

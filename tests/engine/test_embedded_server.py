@@ -1,0 +1,170 @@
+"""The embedded model server: real llama.cpp (xllamacpp) serving the real SmolLM2 GGUF on loopback."""
+
+from __future__ import annotations
+
+import math
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import jsonschema
+import pytest
+
+from engine.episode import FINISH_FUNCTION
+from engine.llama_server import EmbeddedServer, ServerSettings, ServerStartError
+from engine.local_models import ModelNotFoundError, default_gguf, resolve_gguf
+from engine.parsing import constrained_response_format, parse_constrained
+from engine.store import read_records
+from engine.templates import load_template
+from tests.engine.conftest import play
+from toolworlds.registry import load_world
+
+LIBRARY = "tests/worlds/library.py:LibraryWorld"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the backends are covered against the mock; here the model's time is what counts
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[EmbeddedServer]:
+    with EmbeddedServer(ServerSettings(model=default_gguf(), parallel=2, context=4096)) as running:
+        yield running
+
+
+def post(server: EmbeddedServer, path: str, body: dict[str, object]) -> dict[str, object]:
+    response = httpx.post(server.base_url + path, json=body, timeout=120)
+    assert response.status_code == 200, response.text
+    answer: dict[str, object] = response.json()
+    return answer
+
+
+def test_chat_completion(server: EmbeddedServer) -> None:
+    body = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0}
+    answer = post(server, "/chat/completions", body)
+    message = answer["choices"][0]["message"]  # type: ignore[index]
+    assert message["role"] == "assistant" and message["content"].strip()
+    assert 0 < answer["usage"]["completion_tokens"] <= 8  # type: ignore[index]
+
+
+def test_token_id_completion_returns_ids_and_logprobs(server: EmbeddedServer) -> None:
+    template = load_template("default")
+    prompt = template.opening([{"role": "user", "content": "Name a colour."}], [])
+    body = {"prompt": prompt, "max_tokens": 12, "temperature": 0, "logprobs": 1}
+    first, second = post(server, "/completions", body), post(server, "/completions", body)
+    content = first["choices"][0]["logprobs"]["content"]  # type: ignore[index]
+    ids = [entry["id"] for entry in content]
+    assert first["usage"]["prompt_tokens"] == len(prompt)  # type: ignore[index]  # the ids as sent, no BOS added
+    assert len(ids) == first["usage"]["completion_tokens"]  # type: ignore[index]
+    assert all(entry["logprob"] <= 0 and math.isfinite(entry["logprob"]) for entry in content)
+    assert template.tokenizer.decode(ids) == first["choices"][0]["text"]  # type: ignore[index]
+    assert second["choices"][0]["logprobs"]["content"] == content  # type: ignore[index]  # greedy is deterministic
+
+
+def test_engine_tokenizer_agrees_with_the_server(server: EmbeddedServer) -> None:
+    template = load_template("default")
+    tools = load_world("banking").openai_tools()
+    messages = [{"role": "system", "content": "Rules."}, {"role": "user", "content": "Pay bill B-7, ünïcode 🙂"}]
+    ids = template.opening(messages, tools)
+    text = template.tokenizer.decode(ids, skip_special_tokens=False)
+    body = {"content": text, "add_special": False, "parse_special": True}
+    response = httpx.post(server.base_url.removesuffix("/v1") + "/tokenize", json=body, timeout=30)
+    assert response.json()["tokens"] == ids
+
+
+def test_constrained_decoding_gives_a_call_that_fits_a_reference_world(server: EmbeddedServer) -> None:
+    # A short prompt: reading a reference world's whole opening takes 15-30 s at ~150 prompt tokens/s here.
+    tools = [*load_world("banking").openai_tools(), FINISH_FUNCTION]
+    messages = [
+        {"role": "system", "content": "Call one of the bank's tools. Reply with JSON only."},
+        {"role": "user", "content": "The card for account A-1090 was stolen: freeze that account."},
+    ]
+    body = {
+        "messages": messages,
+        "max_tokens": 96,
+        "temperature": 0,
+        "response_format": constrained_response_format(tools),
+    }
+    answer = post(server, "/chat/completions", body)
+    reply = parse_constrained(answer["choices"][0]["message"]["content"])  # type: ignore[index]
+    assert not reply.problems and len(reply.calls) == 1
+    (call,) = reply.calls
+    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tools}
+    jsonschema.validate(call.arguments, schemas[call.name])  # the grammar kept it inside the tool's own schema
+
+
+@pytest.mark.anyio
+async def test_tokens_mode_episode_holds_the_exact_ids(server: EmbeddedServer, tmp_path: Path) -> None:
+    _, records = await play(
+        tmp_path, [server.base_url], world=LIBRARY, tasks=1, mode="tokens", tokenizer="default", max_turns=2,
+        max_tokens_per_turn=24, temperature=0.0,
+    )  # fmt: skip
+    (record,) = records
+    trace = record.tokens
+    assert record.status in ("ok", "truncated"), record.detail
+    assert trace is not None and trace.rerender_matches and not trace.drift
+    assert len(trace.logprobs) == len(trace.completion_ids) == len(trace.loss_mask)
+    # The server saw exactly the ids the engine held, turn after turn: each turn's prompt is the first prompt
+    # plus every earlier turn's sampled ids (mask 1) and the engine-written ids after them (mask 0).
+    turn_starts = [i for i, bit in enumerate(trace.loss_mask) if bit and (i == 0 or not trace.loss_mask[i - 1])]
+    assert [turn.prompt_tokens for turn in record.turns] == [len(trace.prompt_ids) + start for start in turn_starts]
+    sampled = [lp for lp, mask in zip(trace.logprobs, trace.loss_mask, strict=True) if mask]
+    assert sampled and all(lp <= 0 for lp in sampled)
+
+
+def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "spadework", "rollout", "--world", LIBRARY, "--tasks", "1", "--out", str(out)]
+    flags = [
+        "--mode",
+        "constrained",
+        "--max-turns",
+        "1",
+        "--max-tokens",
+        "48",
+        "--no-progress",
+        "--local-parallel",
+        "1",
+    ]
+    done = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    (record,) = read_records(out)
+    assert record.status in ("ok", "truncated") and record.turns[0].endpoint.startswith("http://127.0.0.1:")
+
+
+def test_a_taken_port_is_a_clear_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "spadework", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert f"port {port} on 127.0.0.1 is already in use" in done.stderr
+        with pytest.raises(ServerStartError, match="already in use"):
+            EmbeddedServer(ServerSettings(model=default_gguf(), port=port)).start()
+
+
+def test_missing_or_wrong_model_files_are_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spadework", "serve", "--model", str(tmp_path / "absent.gguf")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "no model file at" in done.stderr
+    not_gguf = tmp_path / "weights.gguf"
+    not_gguf.write_text("not a model")
+    with pytest.raises(ModelNotFoundError, match="not a GGUF file"):
+        resolve_gguf(str(not_gguf))
+    monkeypatch.setattr("engine.local_models.DEFAULT_MODEL_PACKAGE", "llm-absent-model")
+    with pytest.raises(ModelNotFoundError, match="just model"):
+        resolve_gguf("default")
