@@ -161,6 +161,7 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=256, help="about this many words per prompt")
     parser.add_argument("--worlds", nargs="+", default=["banking", "ticketing", "orders"])
     parser.add_argument("--quality-tasks", type=int, default=10, help="seeds per world (0: skip)")
+    parser.add_argument("--reply-tokens", type=int, default=512, help="max tokens per reply (the engine's default)")
     args = parser.parse_args()
     console = Console()
     settings = ServerSettings(model=resolve_gguf(args.model), parallel=args.parallel, context=4096)
@@ -169,7 +170,9 @@ def main() -> None:
         table = asyncio.run(throughput(server.base_url, args.levels, args.repeats, args.max_tokens, args.prompt_tokens))
         console.print(table)
         if args.quality_tasks:
-            console.print(asyncio.run(tool_quality(server.base_url, args.worlds, args.quality_tasks, 128)))
+            console.print(
+                asyncio.run(tool_quality(server.base_url, args.worlds, args.quality_tasks, args.reply_tokens))
+            )
 
 
 if __name__ == "__main__":

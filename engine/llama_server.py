@@ -165,20 +165,21 @@ class EmbeddedServer:
         self.settings = replace(self.settings, model=model)
         return self.start()
 
-    def stop(self) -> None:
+    def stop(self) -> int | None:
+        """SIGTERM, then wait (kill after 30 s); returns the child's exit status (0: a clean shutdown)."""
         process, self._process, self._url = self._process, None, None
         if self._log is not None:
             self._log.close()
             Path(self._log.name).unlink(missing_ok=True)
         if process is None or process.poll() is not None:
-            return
+            return None if process is None else process.returncode
         process.send_signal(signal.SIGTERM)
         try:
-            process.wait(timeout=30)
+            return process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             log.warning("embedded server ignored SIGTERM; killing it", pid=process.pid)
             process.kill()
-            process.wait()
+            return process.wait()
 
     def __enter__(self) -> Self:
         self.start()

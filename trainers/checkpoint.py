@@ -68,11 +68,12 @@ def dequantized(gguf: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return config, tensors
 
 
-def load_policy(gguf: Path) -> tuple[Any, Any]:
-    """The float model (train mode off) and its tokenizer, from the cached checkpoint."""
+def load_policy(source: Path) -> tuple[Any, Any]:
+    """The float model (eval mode) and its tokenizer, from a GGUF (via its cached float checkpoint) or from a
+    local Hugging Face checkpoint directory."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    directory = float_checkpoint(gguf)
+    directory = source if source.is_dir() else float_checkpoint(source)
     model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32)
     return model.eval(), AutoTokenizer.from_pretrained(directory)

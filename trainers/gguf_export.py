@@ -53,12 +53,22 @@ def base_layout(base: Path) -> BaseLayout:
 
 def export_gguf(weights: Mapping[str, Any], base: Path, out: Path, dtype: ExportType = "f16") -> Path:
     """Write `weights` (Hugging Face names → tensors or arrays) as a GGUF shaped like `base`."""
-    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
-
     layout = base_layout(base)
-    config = layout.config
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
+    try:
+        _write(weights, layout, partial, dtype)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(out)  # the server never sees a half-written file
+    return out
+
+
+def _write(weights: Mapping[str, Any], layout: BaseLayout, partial: Path, dtype: ExportType) -> None:
+    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
+
+    config = layout.config
     writer = GGUFWriter(partial, arch=layout.architecture)
     for key, value, value_type, item_type in layout.fields:
         writer.add_key_value(key, value, value_type, sub_type=item_type)
@@ -79,8 +89,6 @@ def export_gguf(weights: Mapping[str, Any], base: Path, out: Path, dtype: Export
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    partial.replace(out)  # the server never sees a half-written file
-    return out
 
 
 def _as_float32(tensor: Any) -> np.ndarray[Any, Any]:

@@ -136,6 +136,15 @@ def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> 
     assert record.status in ("ok", "truncated") and record.turns[0].endpoint.startswith("http://127.0.0.1:")
 
 
+def test_sigterm_shuts_the_server_down_cleanly() -> None:
+    server = EmbeddedServer(ServerSettings(model=default_gguf(), parallel=1, context=512))
+    health = server.start().removesuffix("/v1") + "/health"
+    assert httpx.get(health, timeout=5).status_code == 200
+    assert server.stop() == 0
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(health, timeout=5)
+
+
 def test_a_taken_port_is_a_clear_error() -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
