@@ -12,7 +12,7 @@ play world="banking" seed="0": model
     just rollout-local {{world}}
 
 # Episodes with the embedded model: no --endpoint, so the rollout serves the local GGUF itself.
-rollout-local world="banking" tasks="4" *flags="":
+rollout-local world="banking" tasks="2" *flags="":
     #!/usr/bin/env bash
     set -euo pipefail
     out=$(mktemp -d)
