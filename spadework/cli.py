@@ -10,6 +10,7 @@ from engine import cli as engine_cli
 from spadework import __version__
 from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
+from trainers.corpus_cli import corpus_app
 
 app = typer.Typer(
     help="spadework: a language model teaches itself tool use by self-play.",
@@ -17,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(toolworld_app, name="toolworld")
+app.add_typer(corpus_app, name="corpus")
 app.command("rollout")(engine_cli.rollout)
 app.command("episodes")(engine_cli.show)
 app.command("mock-server")(engine_cli.mock_server)

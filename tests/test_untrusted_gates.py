@@ -1,0 +1,86 @@
+"""The gates before the sandbox: extraction, repair and the static policy, on model-style replies."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from toolworlds.untrusted import ExtractionError, check_policy, extract_source, repair
+
+LIBRARY = (Path(__file__).parent / "worlds" / "library.py").read_text()
+
+HOSTILE = {
+    "import os": "import not allowed",
+    "import subprocess as sp": "import not allowed",
+    "from socket import socket": "import not allowed",
+    "import importlib": "import not allowed",
+    "from . import sibling": "import not allowed",
+    "x = ().__class__.__bases__[0].__subclasses__()": "dunder access",
+    "y = f.__globals__['os']": "dunder access",
+    "z = __builtins__['eval']": "dunder access",
+    "open('/etc/passwd').read()": "forbidden name",
+    "eval('1 + 1')": "forbidden name",
+    "exec('x = 1')": "forbidden name",
+    "compile('1', 'f', 'eval')": "forbidden name",
+    "getattr(object, 'mro')": "forbidden name",
+    "vars()['x'] = 1": "forbidden name",
+    "def f():\n    global counter\n": "global state",
+    "async def f():\n    return 1\n": "RestrictedPython",
+    "def broken(:\n": "syntax",
+}
+
+
+def test_extraction_prefers_the_block_with_the_world() -> None:
+    reply = (
+        "First a helper:\n```python\nx = 1\n```\nThen the world:\n```python\n"
+        "class Shop(ToolWorld[State]):\n    name = 'shop'\n```\nDone."
+    )
+    assert extract_source(reply).startswith("class Shop(ToolWorld[State]):")
+    cut_off = "```python\nclass Shop(ToolWorld[State]):\n    name = 'sh"  # the reply hit its token limit
+    assert "name = 'sh" in extract_source(cut_off)
+    with pytest.raises(ExtractionError, match="no code block"):
+        extract_source("I cannot write that world.")
+    with pytest.raises(ExtractionError, match="the cap is 1,000"):
+        extract_source("```python\nclass A(ToolWorld[S]):\n" + "    x = 1\n" * 200 + "```", max_bytes=1000)
+
+
+def test_a_real_single_file_world_passes_the_policy() -> None:
+    assert check_policy(LIBRARY) == []  # annotated pydantic fields and _private names are the contract's own
+
+
+@pytest.mark.parametrize(("code", "rule"), HOSTILE.items(), ids=list(HOSTILE))
+def test_hostile_code_is_rejected_with_its_rule_and_line(code: str, rule: str) -> None:
+    violations = check_policy(LIBRARY + "\n" + code)
+    assert rule in {v.rule for v in violations}
+    first_line = LIBRARY.count("\n") + 2
+    assert all(v.line >= first_line for v in violations), violations
+
+
+def test_repair_adds_missing_imports_after_the_docstring_and_future_import() -> None:
+    source = (
+        '"""A dice world."""\nfrom __future__ import annotations\n\n'
+        "class Dice(BaseModel):\n    faces: int = Field(default=6)\n\n"
+        "def roll(rng: random.Random) -> float:\n    return math.floor(rng.random() * 6) + 1\n\n"
+        "class DiceWorld(ToolWorld[Dice]):\n    def grade(self) -> Scorecard:\n        return Scorecard()\n"
+    )
+    fixed = repair(source)
+    tree = ast.parse(fixed.source)
+    assert isinstance(tree.body[1], ast.ImportFrom) and tree.body[1].module == "__future__"  # still first
+    assert fixed.fixes == [
+        "added `import math`",
+        "added `import random`",
+        "added `from pydantic import BaseModel, Field`",
+        "added `from toolworlds import Scorecard, ToolWorld`",
+    ]
+    assert check_policy(fixed.source) == []
+    assert repair(fixed.source).fixes == []  # repair is idempotent: a clean source is left alone
+
+
+def test_repair_fixes_indentation_of_a_pasted_block() -> None:
+    pasted = "    class Shelf(BaseModel):\n    \tbooks: list[str]\n"
+    fixed = repair(pasted)
+    assert fixed.fixes[:2] == ["expanded tabs to 4 spaces", "dedented a block indented as a whole"]
+    assert fixed.source.startswith("from pydantic import BaseModel\nclass Shelf(BaseModel):\n    ")
+    ast.parse(fixed.source)

@@ -1,0 +1,114 @@
+"""Gate 3: a static policy on the AST, with RestrictedPython as a second opinion.
+
+Allow-listed imports only; no dunder attributes or names (the usual `().__class__.__subclasses__()`
+escapes); no builtins that reach outside the world (`open`, `eval`, `exec`, `compile`, `__import__`,
+`getattr` games, `globals`, `vars`, `input`, ...). This keeps honest mistakes and lazy escapes out; the
+sandbox is what contains the rest.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+ALLOWED_MODULES = frozenset(
+    {
+        "__future__", "abc", "collections", "collections.abc", "dataclasses", "datetime", "decimal", "enum",
+        "fractions", "functools", "heapq", "itertools", "json", "math", "operator", "random", "re", "statistics",
+        "string", "textwrap", "typing", "uuid", "bisect", "copy", "pydantic", "toolworlds",
+    }
+)  # fmt: skip
+FORBIDDEN_NAMES = frozenset(
+    {
+        "eval", "exec", "compile", "open", "__import__", "getattr", "setattr", "delattr", "globals", "locals",
+        "vars", "input", "breakpoint", "memoryview", "help", "exit", "quit", "classmethod_descriptor",
+    }
+)  # fmt: skip
+ALLOWED_DUNDERS = frozenset({"__init__", "__name__", "__future__"})
+# RestrictedPython forbids what the toolworld contract needs: annotated fields (pydantic state models) and
+# single-underscore names. Those verdicts are set aside; any other RestrictedPython error rejects the code.
+_CONTRACT_NEEDS = ("AnnAssign statements are not allowed", 'because it starts with "_"')
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One breach of the policy, with where it is."""
+
+    line: int
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.rule}: {self.detail}"
+
+
+def check_policy(source: str, filename: str = "<world>") -> list[Violation]:
+    """Every violation found; an empty list means the code may go on to the sandbox."""
+    try:
+        tree = ast.parse(source, filename)
+    except SyntaxError as error:
+        return [Violation(error.lineno or 0, "syntax", error.msg)]
+    violations = list(_walk(tree))
+    violations += _second_opinion(source, filename)
+    return sorted(violations, key=lambda v: v.line)
+
+
+def _walk(tree: ast.AST) -> list[Violation]:
+    found: list[Violation] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            found += [_import(line, alias.name) for alias in node.names if not _allowed(alias.name)]
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if node.level or not _allowed(module):
+                found.append(_import(line, module))
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            found.append(Violation(line, "forbidden name", node.id))
+        elif isinstance(node, ast.Name | ast.Attribute | ast.alias | ast.arg | ast.FunctionDef | ast.ClassDef):
+            name = _identifier(node)
+            if name and _dunder(name) and name not in ALLOWED_DUNDERS:
+                found.append(Violation(line, "dunder access", name))
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            found.append(Violation(line, "global state", ", ".join(node.names)))
+    return found
+
+
+def _identifier(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.alias):
+        return node.asname or node.name
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return node.name
+    return None
+
+
+def _dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def _allowed(module: str) -> bool:
+    return module in ALLOWED_MODULES or module.split(".")[0] in {"toolworlds", "pydantic"}
+
+
+def _import(line: int, module: str) -> Violation:
+    return Violation(line, "import not allowed", module or "(relative import)")
+
+
+def _second_opinion(source: str, filename: str) -> list[Violation]:
+    from RestrictedPython.compile import compile_restricted_exec
+
+    result = compile_restricted_exec(source, filename)
+    violations = []
+    for error in result.errors:
+        if any(allowed in error for allowed in _CONTRACT_NEEDS):
+            continue
+        head, _, detail = error.partition(": ")
+        line = int(head.removeprefix("Line ")) if head.startswith("Line ") and head[5:].isdigit() else 0
+        violations.append(Violation(line, "RestrictedPython", detail or error))
+    return violations
