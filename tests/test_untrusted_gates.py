@@ -28,6 +28,8 @@ HOSTILE = {
     "vars()['x'] = 1": "forbidden name",
     "def f():\n    global counter\n": "global state",
     "async def f():\n    return 1\n": "RestrictedPython",
+    "attribute = 'mro' + '__'": "dunder string",
+    "class Second(ToolWorld[Shelf]):\n    name = 'second'\n": "contract",
     "def broken(:\n": "syntax",
 }
 
@@ -75,6 +77,7 @@ def test_repair_adds_missing_imports_after_the_docstring_and_future_import() -> 
         "added `from toolworlds import Scorecard, ToolWorld`",
     ]
     assert check_policy(fixed.source) == []
+    assert [v.rule for v in check_policy("x = 1\n")] == ["contract"]  # no world at all
     assert repair(fixed.source).fixes == []  # repair is idempotent: a clean source is left alone
 
 

@@ -1,8 +1,9 @@
 """Gate 3: a static policy on the AST, with RestrictedPython as a second opinion.
 
 Allow-listed imports only; no dunder attributes or names (the usual `().__class__.__subclasses__()`
-escapes); no builtins that reach outside the world (`open`, `eval`, `exec`, `compile`, `__import__`,
-`getattr` games, `globals`, `vars`, `input`, ...). This keeps honest mistakes and lazy escapes out; the
+escapes) and no string constants holding `__`; no builtins that reach outside the world (`open`,
+`eval`, `exec`, `compile`, `__import__`, `getattr` games, `globals`, `vars`, `input`, ...); exactly one
+`ToolWorld` subclass. This keeps honest mistakes and lazy escapes out; the
 sandbox is what contains the rest.
 """
 
@@ -48,7 +49,7 @@ def check_policy(source: str, filename: str = "<world>") -> list[Violation]:
         tree = ast.parse(source, filename)
     except SyntaxError as error:
         return [Violation(error.lineno or 0, "syntax", error.msg)]
-    violations = list(_walk(tree))
+    violations = _walk(tree) + _world_classes(tree)
     violations += _second_opinion(source, filename)
     return sorted(violations, key=lambda v: v.line)
 
@@ -71,7 +72,22 @@ def _walk(tree: ast.AST) -> list[Violation]:
                 found.append(Violation(line, "dunder access", name))
         elif isinstance(node, ast.Global | ast.Nonlocal):
             found.append(Violation(line, "global state", ", ".join(node.names)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "__" in node.value:
+            found.append(Violation(line, "dunder string", repr(node.value[:40])))  # fodder for attribute games
     return found
+
+
+def _world_classes(tree: ast.Module) -> list[Violation]:
+    """Exactly one top-level class must derive from `ToolWorld` (that is what the sandbox loads)."""
+    worlds = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and any("ToolWorld" in ast.unparse(base) for base in node.bases)
+    ]
+    if len(worlds) == 1:
+        return []
+    lines = ", ".join(str(node.lineno) for node in worlds) or "none"
+    return [Violation(worlds[1].lineno if worlds else 0, "contract", f"one ToolWorld subclass needed, found {lines}")]
 
 
 def _identifier(node: ast.AST) -> str | None:
