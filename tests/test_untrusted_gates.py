@@ -87,3 +87,27 @@ def test_repair_fixes_indentation_of_a_pasted_block() -> None:
     assert fixed.fixes[:2] == ["expanded tabs to 4 spaces", "dedented a block indented as a whole"]
     assert fixed.source.startswith("from pydantic import BaseModel\nclass Shelf(BaseModel):\n    ")
     ast.parse(fixed.source)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('note = f"Answer with \\\\boxed{answer} for {account}"', "Answer with \\boxed{answer} for A-1"),
+        ("""note = 'Reply {"name": "pay"} for {0}'.format(account)""", 'Reply {"name": "pay"} for A-1'),
+        ("""note = f'''Use {"tool": "pay"} then {count + 1}'''""", 'Use {"tool": "pay"} then 3'),
+        ('note = f"{account!r:>6} {{kept}} and a stray }"', " 'A-1' {kept} and a stray }"),
+    ],
+)
+def test_literal_braces_are_escaped_so_the_string_means_what_it_says(line: str, expected: str) -> None:
+    fixed = repair(line + "\n")
+    assert fixed.fixes == ["escaped literal braces in 1 string field"]
+    namespace: dict[str, object] = {"account": "A-1", "count": 2}
+    exec(compile(fixed.source, "<repaired>", "exec"), namespace)  # trusted test input, in the test process
+    assert namespace["note"] == expected
+
+
+def test_brace_repair_leaves_valid_fields_and_plain_strings_alone() -> None:
+    source = (
+        'a = f"{x} {y!r} {z:>10} {{lit}} {d[1]} {o.attr}"\nb = "plain {not} formatted"\nc = "{0} {k}".format(1, k=2)\n'
+    )
+    assert repair(source).source == source

@@ -1,6 +1,7 @@
 """Gate 2: deterministic fixes for the breakages small models make most, each one reported.
 
 - Indentation: tabs expanded, and a block indented as a whole (pasted from a list item) dedented.
+- Braces: literal braces in f-strings and `.format` strings (`\\boxed{x}`, JSON examples) doubled.
 - Missing imports: a name the code uses but never defines or imports, when it is an allowed module
   (`random`, `math`, `json`, `re`, ...) or a name of the toolworld contract or pydantic, gets its import.
 
@@ -13,6 +14,8 @@ import ast
 import builtins
 import textwrap
 from dataclasses import dataclass, field
+
+from toolworlds.untrusted.braces import repair_braces
 
 MODULE_NAMES = ("random", "math", "json", "re", "itertools", "functools", "statistics", "string", "datetime")
 FROM_IMPORTS = {
@@ -37,6 +40,9 @@ class Repair:
 def repair(source: str) -> Repair:
     result = Repair(source)
     _fix_indentation(result)
+    result.source, escaped = repair_braces(result.source)
+    if escaped:
+        result.fixes.append(f"escaped literal braces in {escaped} string field{'s' if escaped > 1 else ''}")
     _add_missing_imports(result)
     return result
 
