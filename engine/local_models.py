@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -75,24 +76,34 @@ def content_key(path: Path) -> str:
     return f"{path.stem}-{digest.hexdigest()[:16]}"
 
 
-def tokenizer_dir(gguf: Path) -> Path:
-    """A Hugging Face tokenizer directory for `gguf`, with spadework's tool-aware chat template (cached)."""
-    target = cache_root() / "tokenizers" / content_key(gguf)
-    if (target / "tokenizer_config.json").is_file():
+def built_once(target: Path, marker: str, build: Callable[[Path], None]) -> Path:
+    """`target` if it holds `marker`; otherwise `build(staging)` then an atomic rename, so a half-built
+    directory is never taken for a finished one (and two processes racing to build it both succeed)."""
+    if (target / marker).is_file():
         return target
-    from transformers import AutoTokenizer
-
-    from engine.templates import CHATML_WITH_TOOLS
-
-    log.info("preparing tokenizer", model=str(gguf), cache=str(target))
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    tokenizer.chat_template = CHATML_WITH_TOOLS
-    staging = target.with_name(target.name + f".tmp{os.getpid()}")
-    tokenizer.save_pretrained(staging)
+    staging = target.with_name(f"{target.name}.tmp{os.getpid()}")
+    staging.mkdir(parents=True, exist_ok=True)
+    build(staging)
     try:
-        staging.replace(target)  # atomic: a half-written directory is never taken for a finished one
+        staging.replace(target)
     except OSError:
-        shutil.rmtree(staging)  # another process prepared the same tokenizer first
-        if not (target / "tokenizer_config.json").is_file():
+        shutil.rmtree(staging)  # another process finished first
+        if not (target / marker).is_file():
             raise
     return target
+
+
+def tokenizer_dir(gguf: Path) -> Path:
+    """A Hugging Face tokenizer directory for `gguf`, with spadework's tool-aware chat template (cached)."""
+
+    def build(directory: Path) -> None:
+        from transformers import AutoTokenizer
+
+        from engine.templates import CHATML_WITH_TOOLS
+
+        log.info("preparing tokenizer", model=str(gguf), cache=str(directory))
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        tokenizer.chat_template = CHATML_WITH_TOOLS
+        tokenizer.save_pretrained(directory)
+
+    return built_once(cache_root() / "tokenizers" / content_key(gguf), "tokenizer_config.json", build)

@@ -10,14 +10,13 @@ second from `$SPADEWORK_CACHE/checkpoints/<name>-<sha>`.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from engine.local_models import cache_root, content_key, tokenizer_dir
+from engine.local_models import built_once, cache_root, content_key, tokenizer_dir
 from trainers.gguf_llama import hf_name, llama_config, rotary_heads, to_hf_order
 
 log = structlog.get_logger()
@@ -27,26 +26,18 @@ WEIGHTS_FILE = "model.safetensors"
 
 def float_checkpoint(gguf: Path) -> Path:
     """A Hugging Face checkpoint directory (float32 weights, config, tokenizer) for `gguf`, built once."""
-    target = cache_root() / "checkpoints" / content_key(gguf)
-    if (target / WEIGHTS_FILE).is_file():
-        return target
-    log.info("dequantizing to a float checkpoint", model=str(gguf), cache=str(target))
-    staging = target.with_name(f"{target.name}.tmp{os.getpid()}")
-    staging.mkdir(parents=True, exist_ok=True)
-    config, tensors = dequantized(gguf)
-    from safetensors.numpy import save_file
 
-    save_file(tensors, str(staging / WEIGHTS_FILE), metadata={"format": "pt"})
-    (staging / "config.json").write_text(json.dumps(config, indent=2))
-    for file in tokenizer_dir(gguf).iterdir():
-        shutil.copy2(file, staging / file.name)
-    try:
-        staging.replace(target)
-    except OSError:
-        shutil.rmtree(staging)  # another process finished the same checkpoint first
-        if not (target / WEIGHTS_FILE).is_file():
-            raise
-    return target
+    def build(directory: Path) -> None:
+        from safetensors.numpy import save_file
+
+        log.info("dequantizing to a float checkpoint", model=str(gguf), cache=str(directory))
+        config, tensors = dequantized(gguf)
+        save_file(tensors, str(directory / WEIGHTS_FILE), metadata={"format": "pt"})
+        (directory / "config.json").write_text(json.dumps(config, indent=2))
+        for file in tokenizer_dir(gguf).iterdir():
+            shutil.copy2(file, directory / file.name)
+
+    return built_once(cache_root() / "checkpoints" / content_key(gguf), WEIGHTS_FILE, build)
 
 
 def dequantized(gguf: Path) -> tuple[dict[str, Any], dict[str, Any]]:
