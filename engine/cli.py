@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import uuid
 from contextlib import ExitStack
@@ -17,7 +16,14 @@ from rich.console import Console
 
 from engine.endpoints import EndpointPool, RetryPolicy
 from engine.environments import LocalWorlds
-from engine.llama_server import ERROR_PREFIX, EmbeddedServer, ServerSettings, ServerStartError, serve_forever
+from engine.llama_server import (
+    ERROR_PREFIX,
+    EmbeddedServer,
+    ServerSettings,
+    ServerStartError,
+    default_threads,
+    serve_forever,
+)
 from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
@@ -202,7 +208,7 @@ def serve(
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8080,
     parallel: Annotated[int, typer.Option(min=1, help="Slots decoded together (continuous batching).")] = 4,
     context: Annotated[int, typer.Option(min=256, help="Context tokens per slot (one episode).")] = 8192,
-    threads: Annotated[int, typer.Option(min=1, help="CPU threads (default: all cores).")] = os.cpu_count() or 1,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
     own_template: Annotated[
         bool, typer.Option(help="Keep the model's own chat template instead of spadework's tool-aware one.")
     ] = False,
@@ -215,7 +221,7 @@ def serve(
             port=port,
             parallel=parallel,
             context=context,
-            threads=threads,
+            threads=threads or default_threads(),
             chat_template=None if own_template else CHATML_WITH_TOOLS,
         )
         serve_forever(settings)

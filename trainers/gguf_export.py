@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from trainers.gguf_llama import hf_name, llama_config, rotary_heads, to_llama_cpp_order
+from trainers.gguf_llama import hf_name, llama_config, to_gguf
 
 ExportType = Literal["f16", "f32"]
 
@@ -68,7 +68,6 @@ def export_gguf(weights: Mapping[str, Any], base: Path, out: Path, dtype: Export
 def _write(weights: Mapping[str, Any], layout: BaseLayout, partial: Path, dtype: ExportType) -> None:
     from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
 
-    config = layout.config
     writer = GGUFWriter(partial, arch=layout.architecture)
     for key, value, value_type, item_type in layout.fields:
         writer.add_key_value(key, value, value_type, sub_type=item_type)
@@ -77,10 +76,7 @@ def _write(weights: Mapping[str, Any], layout: BaseLayout, partial: Path, dtype:
         name = hf_name(gguf_name)
         if name not in weights:
             raise KeyError(f"the trained weights have no {name!r} (GGUF tensor {gguf_name!r})")
-        values = _as_float32(weights[name])
-        heads = rotary_heads(gguf_name, config["num_attention_heads"], config["num_key_value_heads"])
-        if heads is not None:
-            values = to_llama_cpp_order(values, heads)
+        values = to_gguf(gguf_name, _as_float32(weights[name]), layout.config)
         # llama.cpp keeps 1-D tensors (norms) in float32 whatever the file type.
         half = dtype == "f16" and values.ndim > 1
         values = values.astype(np.float16 if half else np.float32)

@@ -67,6 +67,18 @@ def to_hf_order(rows: NDArray[Any], heads: int) -> NDArray[Any]:
     return rows.reshape(heads, rows.shape[0] // heads // 2, 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
 
 
+def to_hf(gguf_name: str, values: NDArray[Any], config: dict[str, Any]) -> tuple[str, NDArray[Any]]:
+    """A GGUF tensor as Hugging Face has it: its name, and q/k rows in Hugging Face's rotary order."""
+    heads = rotary_heads(gguf_name, config["num_attention_heads"], config["num_key_value_heads"])
+    return hf_name(gguf_name), values if heads is None else to_hf_order(values, heads)
+
+
+def to_gguf(gguf_name: str, values: NDArray[Any], config: dict[str, Any]) -> NDArray[Any]:
+    """A Hugging Face tensor's values for GGUF tensor `gguf_name`: q/k rows back in llama.cpp's order."""
+    heads = rotary_heads(gguf_name, config["num_attention_heads"], config["num_key_value_heads"])
+    return values if heads is None else to_llama_cpp_order(values, heads)
+
+
 def field_value(reader: Any, key: str, default: Any = None) -> Any:
     field = reader.fields.get(key)
     return default if field is None else field.contents()
@@ -83,7 +95,9 @@ def llama_config(reader: Any, has_output: bool) -> dict[str, Any]:
 
     heads = int(meta("attention.head_count"))
     hidden = int(meta("embedding_length"))
-    tokens = field_value(reader, "tokenizer.ggml.tokens") or []
+    vocab = meta("vocab_size")
+    if vocab is None:  # older files: count the vocabulary (slow: ~4 s for 49k entries)
+        vocab = len(field_value(reader, "tokenizer.ggml.tokens") or [])
     return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -96,7 +110,7 @@ def llama_config(reader: Any, has_output: bool) -> dict[str, Any]:
         "rms_norm_eps": float(meta("attention.layer_norm_rms_epsilon", 1e-5)),
         "rope_theta": float(meta("rope.freq_base", 10000.0)),
         "max_position_embeddings": int(meta("context_length", 2048)),
-        "vocab_size": int(meta("vocab_size", len(tokens))),
+        "vocab_size": int(vocab),
         "tie_word_embeddings": not has_output,
         "bos_token_id": field_value(reader, "tokenizer.ggml.bos_token_id"),
         "eos_token_id": field_value(reader, "tokenizer.ggml.eos_token_id"),
