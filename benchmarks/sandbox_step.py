@@ -1,0 +1,161 @@
+"""A tool step in the sandbox vs the same step in-process, and steps/s across the whole pool.
+
+    python benchmarks/sandbox_step.py [--steps 3000] [--episodes 64] [--repeats 3]
+
+Two worlds: `echo` (a trivial tool: the overhead floor) and the `library` example (a realistic small world
+with a list result). Prints medians of `--repeats` runs; ratios are sandbox / in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from toolworlds.core import ToolCall, ToolWorld
+from toolworlds.registry import load_world
+from toolworlds.sandbox import SandboxPool, SandboxSettings
+
+ECHO_WORLD = '''
+import random
+from pydantic import BaseModel
+from toolworlds import Brief, Finish, Scorecard, ToolCall, ToolWorld, call, tool
+
+
+class Counter(BaseModel):
+    calls: int = 0
+
+
+class EchoWorld(ToolWorld[Counter]):
+    """Echo a number back: the cheapest tool there is."""
+
+    name = "echo"
+    max_steps = 1_000_000_000
+
+    def build(self, rng: random.Random) -> Brief:
+        self.state = Counter()
+        return Brief(instruction="Echo 7.", hint="Call echo.")
+
+    @tool
+    def echo(self, value: int) -> int:
+        """Return the value.
+
+        Args:
+            value: any integer.
+        """
+        self.state.calls += 1
+        return value
+
+    def grade(self) -> Scorecard:
+        return Scorecard().goal("echoed", self.state.calls > 0)
+
+    def solution(self) -> list[ToolCall | Finish]:
+        return [call("echo", value=7), Finish()]
+'''
+LIBRARY_FILE = Path(__file__).resolve().parents[1] / "tests" / "worlds" / "library.py"
+WORLDS = {"echo": (ECHO_WORLD, ToolCall(name="echo", arguments={"value": 7})),
+          "library": (LIBRARY_FILE.read_text(), ToolCall(name="search", arguments={"title": "e"}))}  # fmt: skip
+
+
+def in_process_median(source: str, action: ToolCall, steps: int, scratch: Path) -> float:
+    path = scratch / "world.py"
+    path.write_text(source)
+    world: ToolWorld = load_world(f"{path}:{_class_name(source)}")()  # type: ignore[type-arg]
+    world.reset(0)
+    times = []
+    for index in range(steps):
+        start = time.perf_counter()
+        world.step(action)
+        times.append(time.perf_counter() - start)
+        if world.done or index % 20 == 19:
+            world.reset(index)
+    return statistics.median(times)
+
+
+def _class_name(source: str) -> str:
+    return next(
+        line.split()[1].split("(")[0] for line in source.splitlines() if line.startswith("class ") and "World" in line
+    )
+
+
+async def sandbox_median(pool: SandboxPool, source: str, action: ToolCall, steps: int) -> float:
+    world = await pool.load(source)
+    episode = await pool.open(world)
+    await episode.reset(0)
+    times = []
+    for index in range(steps):
+        start = time.perf_counter()
+        await episode.step(action)
+        times.append(time.perf_counter() - start)
+        if index % 20 == 19:
+            await episode.reset(index)
+    await episode.close()
+    return statistics.median(times)
+
+
+async def pool_rate(pool: SandboxPool, source: str, action: ToolCall, episodes: int, steps: int) -> float:
+    world = await pool.load(source)
+    handles = [await pool.open(world) for _ in range(episodes)]
+
+    async def play(episode: object) -> None:
+        await episode.reset(0)  # type: ignore[attr-defined]
+        for index in range(steps):
+            await episode.step(action)  # type: ignore[attr-defined]
+            if index % 20 == 19:
+                await episode.reset(index)  # type: ignore[attr-defined]
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for handle in handles:
+            group.start_soon(play, handle)
+    elapsed = time.perf_counter() - start
+    for handle in handles:
+        await handle.close()
+    return episodes * steps * 21 / 20 / elapsed
+
+
+async def run(arguments: argparse.Namespace) -> None:
+    console = Console()
+    cores = os.cpu_count() or 1
+    scratch = Path(os.environ.get("TMPDIR", "/tmp"))
+    rows: dict[str, dict[str, list[float]]] = {name: {} for name in WORLDS}
+    async with SandboxPool(SandboxSettings(workers=arguments.workers)) as pool:
+        layers = ", ".join(sorted(pool.confinement["layers"]))
+        console.print(f"pool: {len(pool.worker_pids)} workers on {cores} cores; layers: {layers}")
+        for repeat in range(arguments.repeats):
+            for name, (source, action) in WORLDS.items():
+                figures = rows[name]
+                figures.setdefault("in-process", []).append(in_process_median(source, action, arguments.steps, scratch))
+                figures.setdefault("sandbox", []).append(await sandbox_median(pool, source, action, arguments.steps))
+                rate = await pool_rate(pool, source, action, arguments.episodes, arguments.steps // 10)
+                figures.setdefault("rate", []).append(rate)
+            console.print(f"repeat {repeat + 1}/{arguments.repeats} done")
+    title = f"tool step, median of {arguments.repeats} runs ({arguments.backend})"
+    rate_column = f"pool steps/s ({arguments.episodes} episodes)"
+    table = Table("world", "in-process µs", "sandbox round trip µs", "ratio", rate_column, "per core", title=title)
+    for name, figures in rows.items():
+        local, boxed, rate = (statistics.median(figures[key]) for key in ("in-process", "sandbox", "rate"))
+        table.add_row(name, f"{local * 1e6:.1f}", f"{boxed * 1e6:.1f}", f"{boxed / local:.1f}x", f"{rate:,.0f}",
+                      f"{rate / cores:,.0f}")  # fmt: skip
+    console.print(table)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--episodes", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=SandboxSettings().workers)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    arguments = parser.parse_args()
+    anyio.run(run, arguments, backend=arguments.backend)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""The sandbox pool through its public interface: worlds load, play and fail the way the docs say."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tests.sandbox.conftest import LIBRARY_SOURCE, play_library
+from toolworlds.core import Finish, ToolCall
+from toolworlds.registry import load_world
+from toolworlds.sandbox import (
+    EpisodeLost,
+    SandboxPool,
+    SandboxSettings,
+    SandboxStartError,
+    WorldCodeError,
+    WorldLoadError,
+    WorldQuarantined,
+    WorldTimeout,
+)
+from toolworlds.sandbox.landlock import abi_version
+
+pytestmark = pytest.mark.anyio
+
+HANGS_IN_STEP = LIBRARY_SOURCE.replace(
+    '"""Borrow a book by its id.', '"""Borrow a book by its id.\n\n        Hangs.'
+).replace("        book = self.state.books.get(book_id)", "        while True:\n            pass")
+RAISES_IN_SEARCH = LIBRARY_SOURCE.replace(
+    "        return [b for b in self.state.books.values()",
+    "        if title == 'boom':\n            raise KeyError(title)\n"
+    "        return [b for b in self.state.books.values()",
+)
+
+
+async def test_a_sandboxed_world_plays_exactly_as_in_process(pool: SandboxPool) -> None:
+    world = await pool.load(LIBRARY_SOURCE, "library.py")
+    local = load_world("tests/worlds/library.py:LibraryWorld")
+    assert world.name == "library" and world.max_steps == local.max_steps
+    assert world.openai_tools() == local.openai_tools()
+    episode, reference = await pool.open(world), local()
+    for seed in range(3):
+        task = await episode.reset(seed)
+        assert task == reference.reset(seed)
+        for action in await episode.solution():
+            assert (await episode.step(action)) == reference.step(action)
+        assert (await episode.grade()) == (1.0, reference.grade().summary())
+    assert await episode.snapshot() == reference.snapshot()
+
+
+async def test_load_errors_name_what_is_wrong(pool: SandboxPool) -> None:
+    with pytest.raises(WorldLoadError, match="SyntaxError"):
+        await pool.load("class Broken(:\n")
+    with pytest.raises(WorldLoadError, match=r"exactly one ToolWorld subclass.*none"):
+        await pool.load("x = 1\n")
+    with pytest.raises(WorldLoadError, match="ZeroDivisionError"):
+        await pool.load(LIBRARY_SOURCE + "\n1 / 0\n")
+
+
+async def test_a_world_that_raises_stays_usable(pool: SandboxPool) -> None:
+    world = await pool.load(RAISES_IN_SEARCH)
+    episode = await pool.open(world)
+    await episode.reset(0)
+    with pytest.raises(WorldCodeError, match=r"search crashed on .*KeyError\('boom'\)"):
+        await episode.step(ToolCall(name="search", arguments={"title": "boom"}))
+    assert pool.quarantined(world) is None
+    result = await episode.step(Finish())
+    assert result.terminated and result.reward == 0.0
+
+
+async def test_a_hang_is_killed_at_its_deadline_and_quarantined(pool: SandboxPool) -> None:
+    hanging = await pool.load(HANGS_IN_STEP)
+    victim_world = await pool.load(LIBRARY_SOURCE)
+    episode = await pool.open(hanging)
+    # Place victims until one shares the hanging episode's worker: it is lost along with it.
+    victims = [await pool.open(victim_world) for _ in range(2)]
+    for victim in victims:
+        await victim.reset(0)
+    await episode.reset(1)
+    restarts = pool.restarts
+    with anyio.fail_after(5):
+        with pytest.raises(WorldTimeout, match=r"step ran past its 1 s deadline.*SIGKILL"):
+            await episode.step(ToolCall(name="borrow", arguments={"book_id": "B0"}))
+    assert pool.restarts == restarts + 1
+    assert "deadline" in (pool.quarantined(hanging) or "")
+    with pytest.raises(WorldQuarantined):
+        await episode.reset(0)
+    with pytest.raises(WorldQuarantined):
+        await pool.open(hanging)
+    outcomes = []
+    for victim in victims:
+        try:
+            await victim.step(ToolCall(name="search", arguments={"title": "a"}))
+            outcomes.append("alive")
+        except EpisodeLost:
+            outcomes.append("lost")
+    assert sorted(outcomes) == ["alive", "lost"]  # two workers: one shared the hang, one did not
+    assert await play_library(pool) == 1.0  # the pool replaced the worker and keeps serving
+
+
+async def test_a_cancelled_caller_does_not_desynchronise_the_worker(pool: SandboxPool) -> None:
+    world = await pool.load(LIBRARY_SOURCE)
+    episode = await pool.open(world)
+    await episode.reset(0)
+    with anyio.move_on_after(0):
+        await episode.step(ToolCall(name="search", arguments={"title": "e"}))
+    # The abandoned reply is consumed by the reader, never handed to the next caller.
+    task = await episode.reset(4)
+    assert task.seed == 4
+    assert await play_library(pool) == 1.0
+
+
+async def test_the_pool_reports_its_confinement() -> None:
+    settings = SandboxSettings(workers=1, require=frozenset({"rlimit address space", "rlimit processes"}))
+    async with SandboxPool(settings) as pool:
+        layers = pool.confinement["layers"]
+        assert layers["rlimit processes"] == "0"
+        if abi_version() >= 1:
+            assert "landlock" in layers
+    impossible = SandboxSettings(workers=1, require=frozenset({"a layer nobody has"}))
+    with pytest.raises(SandboxStartError, match="a layer nobody has"):
+        async with SandboxPool(impossible):
+            pass

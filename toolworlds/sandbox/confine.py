@@ -1,0 +1,203 @@
+"""The layers a sandbox worker puts around itself before it runs any untrusted code.
+
+Each layer is applied if this machine and this user allow it, and the worker reports which ones held:
+root gets all of them; an unprivileged user gets what the kernel lets it have (a user namespace for the
+network, Landlock, seccomp and rlimits need no privilege). Order matters: namespaces and rlimits while we
+may still set them, then the uid drop, then Landlock, then seccomp last, because its filter also forbids
+the calls the earlier layers make.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import resource
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolworlds.sandbox import landlock
+
+NOBODY = 65534
+_CLONE_NEWUSER, _CLONE_NEWNET, _CLONE_THREAD = 0x10000000, 0x40000000, 0x00010000
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one worker process (bytes, seconds, counts)."""
+
+    address_space: int = 1 << 30
+    cpu_seconds: int = 3600  # a lifetime backstop; the parent's per-call deadlines are what stop a hang
+    open_files: int = 64
+    file_size: int = 16 << 20
+    processes: int = 0
+
+
+@dataclass
+class Confinement:
+    """Which layers hold in a worker, and why a missing one is missing: reported at pool start-up."""
+
+    layers: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+    def held(self, layer: str, detail: str = "on") -> None:
+        self.layers[layer] = detail
+
+    def lacked(self, layer: str, reason: str) -> None:
+        self.missing[layer] = reason
+
+
+def confine(workdir: Path, limits: Limits, parent: int) -> Confinement:
+    """Apply every layer available; irreversible. `workdir` is the only place the worker may write."""
+    report = Confinement()
+    _die_with_parent(parent)
+    _rlimits(limits, report)
+    _network_namespace(report)
+    ruleset = _prepare_filesystem(workdir, report)  # needs the paths still reachable: before the uid drop
+    _drop_privileges(workdir, report)
+    _die_with_parent(parent)  # a credential change clears the parent-death signal; set it again
+    _no_core_no_ptrace(report)
+    _enforce_filesystem(ruleset, report)
+    _seccomp(report)
+    return report
+
+
+def _die_with_parent(parent: int) -> None:
+    _libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def _rlimits(limits: Limits, report: Confinement) -> None:
+    wanted = {
+        "address space": (resource.RLIMIT_AS, limits.address_space),
+        "cpu": (resource.RLIMIT_CPU, limits.cpu_seconds),
+        "open files": (resource.RLIMIT_NOFILE, limits.open_files),
+        "file size": (resource.RLIMIT_FSIZE, limits.file_size),
+        "core": (resource.RLIMIT_CORE, 0),
+        "processes": (resource.RLIMIT_NPROC, limits.processes),
+    }
+    for name, (which, value) in wanted.items():
+        try:
+            resource.setrlimit(which, (value, value))
+            report.held(f"rlimit {name}", str(value))
+        except (ValueError, OSError) as error:
+            report.lacked(f"rlimit {name}", str(error))
+
+
+def _unshare(flags: int) -> None:
+    if _libc.unshare(flags) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+
+
+def _network_namespace(report: Confinement) -> None:
+    """A new network namespace has only a downed loopback: no route anywhere, not even to this host."""
+    try:
+        _unshare(_CLONE_NEWNET)
+        report.held("network namespace")
+        return
+    except OSError as error:
+        if os.geteuid() == 0:
+            report.lacked("network namespace", str(error))
+            return
+    try:  # an unprivileged user may own a user namespace, and a network namespace inside it
+        _unshare(_CLONE_NEWUSER | _CLONE_NEWNET)
+        report.held("network namespace", "inside a new user namespace")
+    except OSError as error:
+        report.lacked("network namespace", f"user namespaces refused: {error}")
+
+
+def _drop_privileges(workdir: Path, report: Confinement) -> None:
+    if os.geteuid() != 0:
+        report.held("unprivileged user", str(os.geteuid()))
+        return
+    try:
+        os.chown(workdir, NOBODY, NOBODY)
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)
+        report.held("unprivileged user", f"root dropped to {NOBODY}")
+    except OSError as error:
+        report.lacked("unprivileged user", str(error))
+
+
+def _no_core_no_ptrace(report: Confinement) -> None:
+    if _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0:
+        report.held("not dumpable")
+
+
+def readable_trees() -> list[Path]:
+    """Where the interpreter and installed packages live: what imports need, and nothing about the host."""
+    import toolworlds
+
+    paths = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)}
+    paths.add(str(Path(toolworlds.__file__).parent))
+    return sorted(Path(path) for path in paths if path)
+
+
+def _prepare_filesystem(workdir: Path, report: Confinement) -> tuple[int, int] | None:
+    try:
+        return landlock.prepare(read_only=readable_trees(), read_write=[workdir])
+    except OSError as error:
+        report.lacked("landlock", str(error))
+        return None
+
+
+def _enforce_filesystem(ruleset: tuple[int, int] | None, report: Confinement) -> None:
+    if ruleset is None:
+        return
+    descriptor, abi = ruleset
+    try:
+        landlock.enforce(descriptor)
+        report.held("landlock", f"ABI {abi}: read-only interpreter and packages, writes only in the work dir")
+    except OSError as error:
+        report.lacked("landlock", str(error))
+
+
+# Everything here fails with EPERM: a world gets no sockets, no new programs or processes, no signals to
+# others, no tracing, no mounts or namespaces, no kernel modules, no io_uring (which bypasses seccomp).
+DENIED_SYSCALLS = (
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendmsg", "sendto", "sendmmsg",
+    "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "kill", "tkill",
+    "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "mount", "umount2", "unshare", "setns", "pivot_root",
+    "chroot", "reboot", "kexec_load", "init_module", "finit_module", "delete_module", "bpf", "perf_event_open",
+    "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "personality", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+    "mknod", "mknodat", "seccomp",
+)  # fmt: skip
+
+
+def preload_seccomp() -> str:
+    """Import the libseccomp binding while the interpreter's files are still readable; '' or why not."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, OSError) as error:  # OSError: the libseccomp shared library itself is missing
+        return str(error)
+    return ""
+
+
+def _seccomp(report: Confinement) -> None:
+    pyseccomp = sys.modules.get("pyseccomp")
+    if pyseccomp is None:
+        report.lacked("seccomp", f"libseccomp unavailable: {preload_seccomp()}")
+        return
+    try:
+        rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+        for name in DENIED_SYSCALLS:
+            rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name)
+        # clone is how fork is made; only threads (CLONE_THREAD set) may use it. clone3 hides its flags in
+        # memory a filter cannot read, so it reports "not implemented" and the C library falls back to clone.
+        no_thread = pyseccomp.Arg(0, pyseccomp.MASKED_EQ, _CLONE_THREAD, 0)
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "clone", no_thread)
+        rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "tgkill", pyseccomp.Arg(0, pyseccomp.NE, os.getpid()))
+        rules.load()
+        report.held("seccomp", f"{len(DENIED_SYSCALLS) + 3} system calls denied")
+    except OSError as error:
+        report.lacked("seccomp", str(error))
