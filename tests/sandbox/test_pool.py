@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import anyio
 import pytest
 
@@ -120,3 +127,48 @@ async def test_the_pool_reports_its_confinement() -> None:
     with pytest.raises(SandboxStartError, match="a layer nobody has"):
         async with SandboxPool(impossible):
             pass
+
+
+UNPRIVILEGED_RUN = """
+import anyio, json
+from tests.sandbox.conftest import play_library
+from toolworlds.sandbox import SandboxPool, SandboxSettings
+
+async def main():
+    async with SandboxPool(SandboxSettings(workers=1)) as pool:
+        print(json.dumps({"confinement": pool.confinement, "score": await play_library(pool)}))
+
+anyio.run(main)
+"""
+
+
+def system_python() -> str | None:
+    """An interpreter an unprivileged user may run (ours may live under /root), of our version."""
+    candidate = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    return str(candidate) if candidate.exists() else None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to become nobody")
+@pytest.mark.skipif(system_python() is None, reason="no system Python of this version for an unprivileged user")
+def test_an_unprivileged_user_gets_the_layers_it_can(tmp_path: Path) -> None:
+    repository = Path(__file__).parents[2]
+    packages = next(p for p in sys.path if p.endswith("site-packages") and Path(p, "pydantic").exists())
+    tmp_path.chmod(0o777)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    environment = {"PYTHONPATH": f"{packages}:{repository}", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)}
+    completed = subprocess.run(
+        [*nobody, str(system_python()), "-c", UNPRIVILEGED_RUN],
+        env={**environment, "PATH": os.defpath},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["score"] == 1.0
+    layers = report["confinement"]["layers"]
+    assert layers["unprivileged user"] == "65534"
+    assert "rlimit processes" in layers
+    if abi_version() >= 1:
+        assert "landlock" in layers

@@ -132,13 +132,19 @@ def _no_core_no_ptrace(report: Confinement) -> None:
 
 
 def readable_trees() -> list[Path]:
-    """Where the interpreter and installed packages live: what imports need, and nothing about the host."""
-    import toolworlds
+    """Where the interpreter and the loaded packages live: what imports need, and nothing else of the host.
 
-    paths = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    paths |= {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent)}
-    paths.add(str(Path(toolworlds.__file__).parent))
-    return sorted(Path(path) for path in paths if path)
+    Packages count by their own directory (or file), never by the `sys.path` entry holding them, which
+    for a source checkout is the whole project.
+    """
+    paths = {Path(sysconfig.get_path(name)) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    for module in list(sys.modules.values()):
+        location = getattr(module, "__file__", None)
+        if location and "." not in module.__name__:
+            path = Path(location)
+            paths.add(path.parent if path.name == "__init__.py" else path)
+    return sorted(paths)
 
 
 def _prepare_filesystem(workdir: Path, report: Confinement) -> tuple[int, int] | None:

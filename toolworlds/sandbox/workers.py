@@ -107,6 +107,8 @@ class WorkerProcess:
         """Start a worker and wait for its confinement report."""
         workdir = Path(_make_workdir(root))
         environment = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        if "PYTHONPATH" in os.environ:  # how this interpreter finds spadework; not a secret
+            environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
         process = subprocess.Popen(
             [sys.executable, "-s", "-m", "toolworlds.sandbox.worker"],
             stdin=subprocess.PIPE,
