@@ -55,6 +55,14 @@ fmt:
     ruff format .
     ruff check --fix .
 
+# Run model-written world code (a .py file or a whole reply) through every gate; the code runs only in the sandbox.
+validate file *flags="":
+    spadework toolworld validate {{file}} {{flags}}
+
+# A tool step in the sandbox vs in-process, and steps/s across the worker pool.
+bench-sandbox *flags="":
+    python benchmarks/sandbox_step.py {{flags}}
+
 # Export a world as a standalone JSON-schema API (tools.json, schemas/, openapi.json).
 export world out="exports":
     spadework toolworld export {{world}} --out {{out}}/{{world}}

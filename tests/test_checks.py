@@ -25,6 +25,7 @@ def test_a_sound_world_passes_every_check() -> None:
         (flawed.Unseeded, "deterministic per seed", "differ"),
         (flawed.LeakyHint, "hint helps without the answer", "the hint contains 'B"),
         (flawed.FreeLunch, "doing nothing does not", "already scores 1.0"),
+        (flawed.FragileTool, "every tool callable", "renew crashed on"),
     ],
 )
 def test_each_flaw_fails_its_own_check(world: type[ToolWorld[object]], failing: str, detail: str) -> None:

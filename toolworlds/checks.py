@@ -8,19 +8,22 @@ fails, so a broken world is one command away from a reproducible transcript.
 from __future__ import annotations
 
 import json
+import random
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+import anyio
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from toolworlds.core import Finish, ToolCall, ToolWorld
-from toolworlds.play import Transcript, play
-from toolworlds.policies import OraclePolicy
+from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, WorldBugError
+from toolworlds.play import Transcript, Turn
+from toolworlds.policies import ArgumentSampler
 
 MAX_OBSERVATION_BYTES = 32_000
+PROBES_PER_TOOL = 3
 
 
 @dataclass(frozen=True)
@@ -33,22 +36,56 @@ class CheckResult:
 WorldClass = type[ToolWorld[Any]]
 
 
+class EpisodeDriver(Protocol):
+    """One episode, wherever the world runs: in this process, or in the sandbox (`SandboxEpisode`)."""
+
+    async def reset(self, seed: int) -> Task: ...
+
+    async def step(self, action: ToolCall | Finish) -> StepResult: ...
+
+    async def solution(self) -> list[ToolCall | Finish]: ...
+
+    async def close(self) -> None: ...
+
+
+class WorldDriver(Protocol):
+    """What the checks need of a world: its tools' schemas, and fresh episodes."""
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]: ...  # name, input_schema, output_schema
+
+    async def episode(self) -> EpisodeDriver: ...
+
+
 @dataclass(frozen=True)
 class Evidence:
-    """What the checks look at: the world, the seeds, and one oracle play per seed."""
+    """What the checks look at, gathered once: plays, replays, idle plays and tool probes, as data."""
 
-    world: WorldClass
+    tools: list[dict[str, Any]]
     seeds: list[int]
     oracle: dict[int, Transcript]
+    replay: dict[int, Transcript]
+    idle: dict[int, float]
+    crashes: dict[str, str] = field(default_factory=dict)  # tool -> how a schema-shaped call crashed it
+    plans: dict[int, list[ToolCall | Finish]] = field(default_factory=dict)
 
 
 def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[CheckResult]:
-    """Run every check over `seeds`; a check that crashes fails with the exception as its detail."""
+    """Run every check over `seeds` on a trusted world in this process."""
     chosen = list(seeds)
+
+    async def checked() -> list[CheckResult]:
+        return await check_driver(LocalDriver(world), chosen)
+
+    return anyio.run(checked)
+
+
+async def check_driver(driver: WorldDriver, seeds: Sequence[int]) -> list[CheckResult]:
+    """Gather the evidence through `driver`, then judge it; a world that crashes while playing fails at once."""
     try:
-        evidence = Evidence(world, chosen, {seed: play(world(), seed, OraclePolicy()) for seed in chosen})
-    except Exception as error:
-        return [CheckResult("plays at all", False, f"the reference plan crashed: {error!r}")]
+        evidence = await gather(driver, list(seeds))
+    except Exception as error:  # a world's own code may raise anything while it is played
+        return [CheckResult("plays at all", False, f"the world crashed: {error!r}")]
     results = []
     for name, check in CHECKS:
         try:
@@ -59,22 +96,114 @@ def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[Che
     return results
 
 
-def _schemas(evidence: Evidence) -> tuple[bool, str]:
-    world = evidence.world
-    for spec in world.tools():
-        for kind, schema in (("input", spec.input_schema), ("output", spec.output_schema)):
+async def gather(driver: WorldDriver, seeds: list[int]) -> Evidence:
+    episode = await driver.episode()
+    try:
+        oracle, plans = {}, {}
+        for seed in seeds:
+            oracle[seed], plans[seed] = await play_reference(episode, seed)
+        replay = {seed: (await play_reference(episode, seed))[0] for seed in seeds}
+        idle = {}
+        for seed in seeds:
+            await episode.reset(seed)
+            idle[seed] = (await episode.step(Finish())).reward
+        crashes = await probe_tools(episode, driver.tool_schemas, oracle[seeds[0]] if seeds else None)
+    finally:
+        await episode.close()
+    return Evidence(driver.tool_schemas, seeds, oracle, replay, idle, crashes, plans)
+
+
+async def play_reference(episode: EpisodeDriver, seed: int) -> tuple[Transcript, list[ToolCall | Finish]]:
+    """Reset to `seed` and replay the world's reference plan (then finish) until the episode ends."""
+    task = await episode.reset(seed)
+    plan = await episode.solution()
+    actions = iter(plan)
+    turns: list[Turn] = []
+    while not turns or not turns[-1].result.done:
+        action = next(actions, Finish())
+        turns.append(Turn(action=action, result=await episode.step(action)))
+    return Transcript(task=task, turns=turns, score=turns[-1].result.reward), plan
+
+
+async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen: Transcript | None) -> dict[str, str]:
+    """Call every tool with schema-shaped arguments (values taken from a reference play where possible).
+
+    A refusal is fine, that is how a service says no; a crash is a bug the agent would hit.
+    """
+    sampler = ArgumentSampler(random.Random(0))
+    if seen is not None:
+        for turn in seen.turns:
+            sampler.harvest(turn.result.observation)
+            if isinstance(turn.action, ToolCall):
+                sampler.harvest(dict(turn.action.arguments))
+    crashes: dict[str, str] = {}
+    for tool in tools:
+        for attempt in range(PROBES_PER_TOOL):
+            await episode.reset(attempt)
+            arguments = sampler.arguments(tool["input_schema"], optional_probability=0.5)
             try:
-                Draft202012Validator.check_schema(schema)
+                await episode.step(ToolCall(name=tool["name"], arguments=arguments))
+            except WorldBugError as error:
+                if error.fatal:
+                    raise  # the sandbox killed the worker: no later call would tell us anything
+                crashes[tool["name"]] = f"{json.dumps(arguments)[:200]}: {error}"
+                break
+    return crashes
+
+
+class LocalEpisode:
+    """A trusted world in this process, behind the async driver interface."""
+
+    def __init__(self, world: ToolWorld[Any]) -> None:
+        self.world = world
+
+    async def reset(self, seed: int) -> Task:
+        return self.world.reset(seed)
+
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        return self.world.step(action)
+
+    async def solution(self) -> list[ToolCall | Finish]:
+        return self.world.solution()
+
+    async def close(self) -> None:
+        return None
+
+
+class LocalDriver:
+    def __init__(self, world: WorldClass) -> None:
+        self.world = world
+        self.tool_schemas = [
+            {"name": spec.name, "input_schema": spec.input_schema, "output_schema": spec.output_schema}
+            for spec in world.tools()
+        ]
+
+    async def episode(self) -> EpisodeDriver:
+        return LocalEpisode(self.world())
+
+
+def _schemas(evidence: Evidence) -> tuple[bool, str]:
+    for tool in evidence.tools:
+        for kind in ("input", "output"):
+            try:
+                Draft202012Validator.check_schema(tool[f"{kind}_schema"])
             except SchemaError as error:
-                return False, f"{spec.name} {kind} schema: {error.message}"
-    return bool(world.tools()), f"{len(world.tools())} tools, all schemas valid draft 2020-12"
+                return False, f"{tool['name']} {kind} schema: {error.message}"
+    return bool(evidence.tools), f"{len(evidence.tools)} tools, all schemas valid draft 2020-12"
 
 
 def _deterministic(evidence: Evidence) -> tuple[bool, str]:
     for seed, first in evidence.oracle.items():
-        if play(evidence.world(), seed, OraclePolicy()).model_dump() != first.model_dump():
+        if evidence.replay[seed].model_dump() != first.model_dump():
             return False, f"seed {seed}: two plays of the same seed differ"
     return True, f"same task and transcript twice for {len(evidence.seeds)} seeds"
+
+
+def _tools_callable(evidence: Evidence) -> tuple[bool, str]:
+    if evidence.crashes:
+        tool, how = next(iter(evidence.crashes.items()))
+        return False, f"{tool} crashed on {how}"
+    return True, f"every tool answered {PROBES_PER_TOOL} schema-shaped calls without crashing"
 
 
 def _oracle_solves(evidence: Evidence) -> tuple[bool, str]:
@@ -88,15 +217,11 @@ def _oracle_solves(evidence: Evidence) -> tuple[bool, str]:
 
 
 def _doing_nothing_fails(evidence: Evidence) -> tuple[bool, str]:
-    scores, seeds = [], evidence.seeds
-    for seed in seeds:
-        idle = evidence.world()
-        idle.reset(seed)
-        scores.append(idle.step(Finish()).reward)
-    solved = [seed for seed, score in zip(seeds, scores, strict=True) if score >= 1.0]
+    solved = [seed for seed, score in evidence.idle.items() if score >= 1.0]
     if solved:
         return False, f"seed {solved[0]}: finishing at once already scores 1.0"
-    return True, f"finishing at once scores {sum(scores) / len(scores):.3f} on average"
+    average = sum(evidence.idle.values()) / max(1, len(evidence.idle))
+    return True, f"finishing at once scores {average:.3f} on average"
 
 
 def _observations_are_bounded_json(evidence: Evidence) -> tuple[bool, str]:
@@ -112,11 +237,10 @@ def _observations_are_bounded_json(evidence: Evidence) -> tuple[bool, str]:
 
 def _hint_does_not_leak(evidence: Evidence) -> tuple[bool, str]:
     for seed in evidence.seeds:
-        instance = evidence.world()
-        task = instance.reset(seed)
+        task = evidence.oracle[seed].task
         if not task.hint.strip() or task.hint.strip() == task.instruction.strip():
             return False, f"seed {seed}: the hint is empty or repeats the instruction"
-        for value in _typed_values(instance.solution()):
+        for value in _typed_values(evidence.plans[seed]):
             if _mentions(task.hint, value) and not _mentions(task.instruction, value):
                 return False, f"seed {seed}: the hint contains {value!r}, which the reference plan types"
     return True, "no hint contains an id, amount or answer from its reference plan"
@@ -139,6 +263,7 @@ def _mentions(text: str, value: str) -> bool:
 CHECKS: list[tuple[str, Callable[[Evidence], tuple[bool, str]]]] = [
     ("tool schemas", _schemas),
     ("deterministic per seed", _deterministic),
+    ("every tool callable", _tools_callable),
     ("reference plan scores 1.0", _oracle_solves),
     ("doing nothing does not", _doing_nothing_fails),
     ("observations are bounded JSON", _observations_are_bounded_json),

@@ -180,10 +180,43 @@ def check(
     results = check_world(_world(name), range(seeds))
     table = Table("check", "result", "detail", title=f"{name}: contract checks over {seeds} seeds")
     for result in results:
-        table.add_row(result.name, "[green]pass[/green]" if result.passed else "[red]FAIL[/red]", result.detail)
+        table.add_row(result.name, _verdict_word(result.passed), result.detail)
     console.print(table)
     if not all(result.passed for result in results):
         raise typer.Exit(code=1)
+
+
+@toolworld_app.command()
+def validate(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A world's .py file, or a model's reply.")],
+    seeds: Annotated[int, typer.Option(min=1, help="Smoke-test seeds 0..SEEDS-1.")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+) -> None:
+    """Run model-written code through every gate (extract, repair, policy, sandbox load, smoke test).
+
+    Exits 0 only if the world is valid. The code runs only in a confined sandbox worker, never here.
+    """
+    from toolworlds.untrusted.validate import run_validation
+
+    verdict = run_validation(file.read_text(errors="replace"), range(seeds), filename=file.name)
+    if as_json:
+        typer.echo(json.dumps(verdict.summary(), indent=2))
+    else:
+        table = Table("gate", "result", "detail", title=f"{file}: {'valid' if verdict.valid else 'rejected'}")
+        for gate in verdict.gates:
+            table.add_row(gate.name, _verdict_word(gate.passed), gate.detail)
+        console.print(table)
+        if verdict.checks:
+            checks = Table("smoke check", "result", "detail", title=f"played in the sandbox over {seeds} seeds")
+            for check in verdict.checks:
+                checks.add_row(check.name, _verdict_word(check.passed), check.detail)
+            console.print(checks)
+    if not verdict.valid:
+        raise typer.Exit(code=1)
+
+
+def _verdict_word(passed: bool) -> str:
+    return "[green]pass[/green]" if passed else "[red]FAIL[/red]"
 
 
 @toolworld_app.command()

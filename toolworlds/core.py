@@ -113,6 +113,8 @@ class ToolError(Exception):
 class WorldBugError(RuntimeError):
     """A world's own code failed: a bug to fix, never the agent's fault."""
 
+    fatal: ClassVar[bool] = False  # True where the world cannot be called again (the sandbox killed it)
+
 
 class ErrorBody(BaseModel):
     code: str

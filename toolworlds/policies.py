@@ -37,6 +37,66 @@ class OraclePolicy:
 _TOKEN = re.compile(r"[A-Z]+-\d+|\$?\d[\d,]*\.?\d*|[A-Za-z][\w ]{2,20}")
 
 
+class ArgumentSampler:
+    """Schema-shaped arguments, filled with strings and numbers seen so far (else plausible defaults)."""
+
+    def __init__(self, rng: random.Random, strings: list[str] | None = None) -> None:
+        self._rng = rng
+        self.strings: list[str] = list(strings or [])
+        self.numbers: list[float] = []
+
+    def arguments(self, schema: dict[str, Any], optional_probability: float = 0.3) -> dict[str, JsonValue]:
+        """Every required argument, and each optional one with `optional_probability`."""
+        arguments: dict[str, JsonValue] = {}
+        for name, prop in schema.get("properties", {}).items():
+            if name in schema.get("required", []) or self._rng.random() < optional_probability:
+                arguments[name] = self.value(prop, schema.get("$defs", {}))
+        return arguments
+
+    def value(self, prop: dict[str, Any], defs: dict[str, Any]) -> JsonValue:
+        if "$ref" in prop:
+            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if "enum" in prop:
+            return self._rng.choice(prop["enum"])  # type: ignore[no-any-return]
+        if "anyOf" in prop:
+            return self.value(self._rng.choice(prop["anyOf"]), defs)
+        kind = prop.get("type")
+        if kind == "integer":
+            return int(self.number())
+        if kind == "number":
+            return self.number()
+        if kind == "boolean":
+            return self._rng.random() < 0.5
+        if kind == "array":
+            return [self.value(prop.get("items", {}), defs) for _ in range(self._rng.randint(0, 2))]
+        if kind == "null":
+            return None
+        return self.string()
+
+    def string(self) -> str:
+        return self._rng.choice(self.strings) if self.strings else "x"
+
+    def number(self) -> float:
+        if self.numbers and self._rng.random() < 0.7:
+            return self._rng.choice(self.numbers)
+        return round(self._rng.uniform(1, 500), 2)
+
+    def harvest(self, value: JsonValue) -> None:
+        """Remember the strings and numbers in an observation, for later arguments."""
+        if isinstance(value, dict):
+            for item in value.values():
+                self.harvest(item)
+        elif isinstance(value, list):
+            for item in value:
+                self.harvest(item)
+        elif isinstance(value, bool) or value is None:
+            return
+        elif isinstance(value, int | float):
+            self.numbers.append(float(value))
+        elif isinstance(value, str) and len(value) <= 40:
+            self.strings.append(value)
+
+
 class RandomPolicy:
     """Calls random tools with schema-shaped arguments drawn from values seen so far."""
 
@@ -46,63 +106,15 @@ class RandomPolicy:
 
     def start(self, world: ToolWorld[Any], task: Task) -> None:
         self._tools = world.tools()
-        self._strings: list[str] = [m.strip("$") for m in _TOKEN.findall(task.instruction)]
-        self._numbers: list[float] = []
+        self._sampler = ArgumentSampler(self._rng, [m.strip("$") for m in _TOKEN.findall(task.instruction)])
 
     def act(self, last: StepResult | None) -> ToolCall | Finish:
         if last is not None:
-            self._harvest(last.observation)
+            self._sampler.harvest(last.observation)
         if self._rng.random() < self._finish_probability:
-            return Finish(answer=self._string())
+            return Finish(answer=self._sampler.string())
         spec = self._rng.choice(self._tools)
-        schema = spec.input_schema
-        arguments: dict[str, JsonValue] = {}
-        for name, prop in schema.get("properties", {}).items():
-            if name in schema.get("required", []) or self._rng.random() < 0.3:
-                arguments[name] = self._value(prop, schema.get("$defs", {}))
-        return ToolCall(name=spec.name, arguments=arguments)
-
-    def _value(self, prop: dict[str, Any], defs: dict[str, Any]) -> JsonValue:
-        if "$ref" in prop:
-            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
-        if "enum" in prop:
-            return self._rng.choice(prop["enum"])  # type: ignore[no-any-return]
-        if "anyOf" in prop:
-            return self._value(self._rng.choice(prop["anyOf"]), defs)
-        kind = prop.get("type")
-        if kind == "integer":
-            return int(self._number())
-        if kind == "number":
-            return self._number()
-        if kind == "boolean":
-            return self._rng.random() < 0.5
-        if kind == "array":
-            return [self._value(prop.get("items", {}), defs) for _ in range(self._rng.randint(0, 2))]
-        if kind == "null":
-            return None
-        return self._string()
-
-    def _string(self) -> str:
-        return self._rng.choice(self._strings) if self._strings else "x"
-
-    def _number(self) -> float:
-        if self._numbers and self._rng.random() < 0.7:
-            return self._rng.choice(self._numbers)
-        return round(self._rng.uniform(1, 500), 2)
-
-    def _harvest(self, value: JsonValue) -> None:
-        if isinstance(value, dict):
-            for item in value.values():
-                self._harvest(item)
-        elif isinstance(value, list):
-            for item in value:
-                self._harvest(item)
-        elif isinstance(value, bool) or value is None:
-            return
-        elif isinstance(value, int | float):
-            self._numbers.append(float(value))
-        elif isinstance(value, str) and len(value) <= 40:
-            self._strings.append(value)
+        return ToolCall(name=spec.name, arguments=self._sampler.arguments(spec.input_schema))
 
 
 def make_policy(name: str, seed: int) -> Policy:

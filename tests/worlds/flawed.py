@@ -3,7 +3,7 @@
 import random
 
 from tests.worlds.library import LibraryWorld
-from toolworlds import Brief, Scorecard, call
+from toolworlds import Brief, Scorecard, call, tool
 from toolworlds.core import Finish, ToolCall
 
 _unseeded = random.Random()
@@ -38,3 +38,16 @@ class FreeLunch(LibraryWorld):
 
     def grade(self) -> Scorecard:
         return Scorecard().goal("showed up", True)
+
+
+class FragileTool(LibraryWorld):
+    """A tool the reference plan never uses crashes on every call."""
+
+    @tool
+    def renew(self, book_id: str) -> str:
+        """Renew a loan.
+
+        Args:
+            book_id: the id of a book on loan.
+        """
+        return self.state.books[book_id + "?"].title

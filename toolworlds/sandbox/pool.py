@@ -70,6 +70,7 @@ class WorldCodeError(SandboxError):
     """The world's own code raised; the world stays usable, the episode decides what to do."""
 
     reason = "world_bug"
+    fatal = False
 
 
 class WorldQuarantined(SandboxError):

@@ -32,6 +32,7 @@ class SandboxError(WorldBugError):
     """A sandboxed world failed; `reason` says how (the engine records it as an infrastructure failure)."""
 
     reason = "sandbox"
+    fatal = True
 
 
 class WorldTimeout(SandboxError):

@@ -1,0 +1,66 @@
+"""Every gate through `validate` and `spadework toolworld validate`: good code passes, each flaw is named."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sandbox.conftest import LIBRARY_SOURCE
+from toolworlds.sandbox import SandboxPool
+from toolworlds.untrusted.validate import GATES, validate
+
+pytestmark = pytest.mark.anyio
+
+
+def edited(old: str, new: str) -> str:
+    assert old in LIBRARY_SOURCE
+    return LIBRARY_SOURCE.replace(old, new)
+
+
+FREE_LUNCH = edited("any(b.title == self.wanted for b in loans)", "True")
+UNSEEDED = edited("titles = rng.sample(", "titles = random.sample(")
+LEAKY = edited(
+    'hint="Search by title to learn the book\'s id."',
+    'hint=f"It is {self.wanted}, id B" + str(titles.index(self.wanted))',
+)
+HANGS = edited(
+    "        return [b for b in self.state.books.values() if title.lower()",
+    "        while True:\n            pass\n        return [b for b in self.state.books.values() if title.lower()",
+)
+NO_IMPORT = edited("import random\n", "")
+REPLY = f"Here is the world you asked for:\n\n```python\n{NO_IMPORT}```\n\nIt has two tools."  # fmt: skip
+
+
+async def test_a_sound_world_passes_every_gate(pool: SandboxPool) -> None:
+    verdict = await validate(LIBRARY_SOURCE, pool)
+    assert [gate.name for gate in verdict.gates] == list(GATES)
+    assert verdict.valid and verdict.valid_without_repair and verdict.rejection is None
+    assert verdict.world is not None and verdict.world.name == "library"
+    assert len(verdict.checks) == 7 and all(check.passed for check in verdict.checks)
+
+
+async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(pool: SandboxPool) -> None:
+    verdict = await validate(REPLY, pool)
+    assert verdict.valid
+    assert verdict.fixes == ["added import random"] or any("random" in fix for fix in verdict.fixes)
+    assert not verdict.valid_without_repair  # without its import the world cannot build a task
+
+
+@pytest.mark.parametrize(
+    ("text", "gate", "reason"),
+    [
+        ("I cannot write that world.", "extract", "no code block"),
+        (LIBRARY_SOURCE + "\nopen('/etc/passwd')\n", "policy", "forbidden name: open"),
+        (LIBRARY_SOURCE + "\nimport os\n", "policy", "import"),
+        (LIBRARY_SOURCE + "\nassert False, 'at import'\n", "load", "AssertionError: at import"),
+        (FREE_LUNCH, "smoke", "doing nothing does not: seed 0: finishing at once already scores 1.0"),
+        (UNSEEDED, "smoke", "deterministic per seed"),
+        (LEAKY, "smoke", "hint helps without the answer"),
+        (HANGS, "smoke", "plays at all: the world crashed"),
+    ],
+    ids=["no code", "forbidden name", "forbidden import", "load error", "free lunch", "unseeded", "leaky hint", "hang"],
+)
+async def test_each_flaw_is_rejected_at_its_gate(pool: SandboxPool, text: str, gate: str, reason: str) -> None:
+    verdict = await validate(text, pool)
+    assert not verdict.valid and verdict.world is None
+    assert verdict.gates[-1].name == gate and not verdict.gates[-1].passed
+    assert verdict.rejection is not None and verdict.rejection.startswith(gate) and reason in verdict.rejection

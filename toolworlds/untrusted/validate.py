@@ -1,0 +1,140 @@
+"""All the gates in order, failing closed: extract, repair, policy, sandbox load, sandbox smoke test.
+
+The smoke test is the same contract check a hand-written world passes (`toolworlds.checks`), played
+through the sandbox: schemas valid, deterministic per seed, every tool callable, the reference plan
+scores 1.0, doing nothing does not, observations bounded JSON, a hint that helps without the answer.
+A rejected world keeps the gate and the reason; whether the code would have passed without the repair
+pass is measured too, because that is what tells whether repairing is worth it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from toolworlds.checks import CheckResult, EpisodeDriver, check_driver
+from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
+from toolworlds.untrusted.extract import ExtractionError, extract_source
+from toolworlds.untrusted.policy import check_policy
+from toolworlds.untrusted.repair import repair
+
+GATES = ("extract", "repair", "policy", "load", "smoke")
+DEFAULT_SEEDS = range(8)
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass
+class Verdict:
+    """How far a model-written world got, and why it stopped."""
+
+    gates: list[Gate] = field(default_factory=list)
+    source: str | None = None  # the code the later gates judged: extracted, then repaired
+    fixes: list[str] = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
+    world: WorldInfo | None = None  # loaded in the pool while the world is valid
+    valid_without_repair: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return len(self.gates) == len(GATES) and all(gate.passed for gate in self.gates)
+
+    @property
+    def rejection(self) -> str | None:
+        """`gate: reason` of the first gate that failed; None for a valid world."""
+        failed = next((gate for gate in self.gates if not gate.passed), None)
+        return f"{failed.name}: {failed.detail}" if failed else None
+
+    def summary(self) -> dict[str, Any]:
+        """The verdict as JSON: what `spadework toolworld validate --json` prints and metrics record."""
+        return {
+            "valid": self.valid,
+            "valid_without_repair": self.valid_without_repair,
+            "rejection": self.rejection,
+            "world": self.world.name if self.world else None,
+            "fixes": self.fixes,
+            "gates": [{"gate": g.name, "passed": g.passed, "detail": g.detail} for g in self.gates],
+            "checks": [{"check": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
+        }
+
+
+class SandboxDriver:
+    """The checks' view of a world loaded in the sandbox."""
+
+    def __init__(self, pool: SandboxPool, world: WorldInfo) -> None:
+        self.pool = pool
+        self.world = world
+        self.tool_schemas = world.tools
+
+    async def episode(self) -> EpisodeDriver:
+        return await self.pool.open(self.world)
+
+
+async def validate(
+    text: str, pool: SandboxPool, *, seeds: Sequence[int] = DEFAULT_SEEDS, filename: str = "<world>"
+) -> Verdict:
+    """Run `text` (a model's reply, or bare code) through every gate; the world stays loaded if valid."""
+    verdict = Verdict()
+    try:
+        extracted = extract_source(text)
+    except ExtractionError as error:
+        verdict.gates.append(Gate("extract", False, str(error)))
+        return verdict
+    verdict.gates.append(Gate("extract", True, f"{len(extracted.splitlines())} lines"))
+    repaired = repair(extracted)
+    verdict.source, verdict.fixes = repaired.source, repaired.fixes
+    verdict.gates.append(Gate("repair", True, "; ".join(repaired.fixes) or "nothing to repair"))
+    await _judge(verdict, repaired.source, pool, seeds, filename)
+    if verdict.valid and repaired.fixes:
+        verdict.valid_without_repair = (await _judge(Verdict(), extracted, pool, seeds, filename, keep=False)).valid
+    else:
+        verdict.valid_without_repair = verdict.valid
+    return verdict
+
+
+async def _judge(
+    verdict: Verdict, source: str, pool: SandboxPool, seeds: Sequence[int], filename: str, keep: bool = True
+) -> Verdict:
+    """Gates 3 to 5 on `source`, appended to `verdict`."""
+    violations = check_policy(source, filename)
+    if violations:
+        shown = "; ".join(str(violation) for violation in violations[:3])
+        more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
+        verdict.gates.append(Gate("policy", False, shown + more))
+        return verdict
+    verdict.gates.append(Gate("policy", True, "allowed imports and names only"))
+    try:
+        world = await pool.load(source, filename)
+    except SandboxError as error:
+        verdict.gates.append(Gate("load", False, str(error)))
+        return verdict
+    verdict.gates.append(Gate("load", True, f"{world.name}: {len(world.tools)} tools"))
+    verdict.checks = await check_driver(SandboxDriver(pool, world), list(seeds))
+    failed = [check for check in verdict.checks if not check.passed]
+    if failed:
+        verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
+    else:
+        verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
+    if verdict.valid and keep:
+        verdict.world = world
+    else:
+        await pool.unload(world)
+    return verdict
+
+
+def run_validation(text: str, seeds: Sequence[int] = DEFAULT_SEEDS, filename: str = "<world>") -> Verdict:
+    """`validate` with a pool of its own, from synchronous code (the CLI)."""
+
+    async def validated() -> Verdict:
+        async with SandboxPool(SandboxSettings(workers=1)) as pool:
+            return await validate(text, pool, seeds=seeds, filename=filename)
+
+    return anyio.run(validated)
