@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
-from contextlib import ExitStack
+from collections.abc import Callable
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,7 +16,7 @@ import typer
 from rich.console import Console
 
 from engine.endpoints import EndpointPool, RetryPolicy
-from engine.environments import LocalWorlds
+from engine.environments import Environment, LocalWorlds, SandboxWorlds, is_model_written
 from engine.llama_server import (
     ERROR_PREFIX,
     EmbeddedServer,
@@ -33,12 +34,16 @@ from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan
 from engine.templates import CHATML_WITH_TOOLS, load_template
 from engine.transport import TransportKind
 from toolworlds.registry import UnknownWorldError
+from toolworlds.sandbox import SandboxPool, WorldLoadError
 
 log = structlog.get_logger()
 
 
 def rollout(
-    world: Annotated[str, typer.Option(help="World name, file.py:Class or module:Class.")],
+    world: Annotated[
+        str,
+        typer.Option(help="A name, file.py:Class or module:Class (trusted), or file.py (model-written: sandboxed)."),
+    ],
     out: Annotated[Path, typer.Option(help="Run directory; an existing one is resumed.")],
     endpoint: Annotated[
         list[str], typer.Option(help="OpenAI base URL (repeat for several). None: start the embedded model server.")
@@ -80,8 +85,11 @@ def rollout(
     progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
 ) -> None:
     """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""
+    sandboxed = is_model_written(world)
+    if sandboxed and not Path(world).is_file():
+        raise typer.BadParameter(f"no such file: {world}", param_hint="--world")
     try:
-        worlds = LocalWorlds(world, max_concurrent_steps=env_concurrency)
+        worlds = None if sandboxed else LocalWorlds(world, max_concurrent_steps=env_concurrency)
     except UnknownWorldError as error:
         raise typer.BadParameter(str(error), param_hint="--world") from None
     if run_id is None:
@@ -132,10 +140,17 @@ def rollout(
     retry = RetryPolicy(attempts=retries + 1)
 
     async def main(urls: list[str]) -> None:
-        async with EndpointPool.open(
-            urls, api_key=api_key, max_in_flight=max_in_flight, retry=retry, transport=transport
-        ) as pool:
-            await run_rollout(plan, store, pool, worlds, concurrency, stats)
+        async with AsyncExitStack() as stack:
+            environments: Callable[[], Environment]
+            if worlds is None:  # model-written code: played only inside the sandbox
+                sandbox = await stack.enter_async_context(SandboxPool())
+                environments = await SandboxWorlds.load(sandbox, Path(world))
+            else:
+                environments = worlds
+            pool = await stack.enter_async_context(
+                EndpointPool.open(urls, api_key=api_key, max_in_flight=max_in_flight, retry=retry, transport=transport)
+            )
+            await run_rollout(plan, store, pool, environments, concurrency, stats)
 
     log.info("rollout starting", run=run_id, out=str(out), planned=plan.size, already_done=len(store.finished))
     interrupted = False
@@ -151,6 +166,8 @@ def rollout(
             anyio.run(main, endpoint, backend=backend)
         except KeyboardInterrupt:
             interrupted = True
+        except WorldLoadError as error:
+            raise typer.BadParameter(f"the world does not load in the sandbox: {error}", param_hint="--world") from None
     Console().print(summary_table(stats))  # results on stdout; progress and logs on stderr
     log.info("rollout finished" if not interrupted else "rollout interrupted", run=run_id, stored=len(store.finished))
     if interrupted:

@@ -1,18 +1,21 @@
-"""The engine's view of a toolworld: an async reset/step/score, whatever process the world runs in.
+"""The engine's view of a toolworld: an async reset/step/score/close, whatever process the world runs in.
 
 Reference worlds are the project's own code and run in-process (`LocalEnvironment`); model-written worlds
-will run in the sandbox pool behind this same interface. A shared limiter bounds how many environment
-steps run at once, so thousands of episodes cannot pile CPU work onto the event loop in one burst.
+run in the sandbox pool behind this same interface (`SandboxEnvironment`). A shared limiter bounds how
+many in-process steps run at once, so thousands of episodes cannot pile CPU work onto the event loop in
+one burst; sandboxed steps run in the workers, whose pipes pace them.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
 from toolworlds.registry import load_world
+from toolworlds.sandbox import SandboxEpisode, SandboxPool, WorldInfo
 
 
 class Environment(Protocol):
@@ -25,6 +28,8 @@ class Environment(Protocol):
     async def step(self, action: ToolCall | Finish) -> StepResult: ...
 
     async def score(self) -> tuple[float, str]: ...
+
+    async def close(self) -> None: ...
 
 
 class LocalEnvironment:
@@ -51,6 +56,9 @@ class LocalEnvironment:
         card = self._world.grade()
         return card.score, card.summary()
 
+    async def close(self) -> None:
+        return None
+
 
 class LocalWorlds:
     """Makes a fresh `LocalEnvironment` per episode for one world spec (a name, `file.py:Class` or `module:Class`)."""
@@ -63,3 +71,58 @@ class LocalWorlds:
 
     def __call__(self) -> Environment:
         return LocalEnvironment(self.world_class, self.tools, self._steps)
+
+
+def is_model_written(spec: str) -> bool:
+    """A bare `.py` path names model-written code (sandboxed); `file.py:Class` names a trusted world."""
+    return spec.endswith(".py") and ":" not in spec
+
+
+class SandboxEnvironment:
+    """A model-written world in the sandbox; one per episode, opened on its worker at the first reset."""
+
+    def __init__(self, pool: SandboxPool, world: WorldInfo, tools: list[dict[str, Any]]) -> None:
+        self._pool = pool
+        self._world = world
+        self._episode: SandboxEpisode | None = None
+        self.name = world.name
+        self.description = world.description
+        self.tools = tools
+
+    async def reset(self, seed: int) -> Task:
+        if self._episode is None:
+            self._episode = await self._pool.open(self._world)
+        return await self._episode.reset(seed)
+
+    def _opened(self) -> SandboxEpisode:
+        if self._episode is None:
+            raise RuntimeError("call reset(seed) before step()")
+        return self._episode
+
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        return await self._opened().step(action)
+
+    async def score(self) -> tuple[float, str]:
+        return await self._opened().grade()
+
+    async def close(self) -> None:
+        if self._episode is not None:
+            await self._episode.close()
+
+
+class SandboxWorlds:
+    """Makes a fresh `SandboxEnvironment` per episode of one world loaded in `pool`."""
+
+    def __init__(self, pool: SandboxPool, world: WorldInfo) -> None:
+        self.pool = pool
+        self.world = world
+        self.name = world.name
+        self.tools = world.openai_tools()
+
+    @classmethod
+    async def load(cls, pool: SandboxPool, path: Path) -> SandboxWorlds:
+        """Load a model-written file; raises `WorldLoadError` with the reason when it does not load."""
+        return cls(pool, await pool.load(path.read_text(errors="replace"), path.name))
+
+    def __call__(self) -> Environment:
+        return SandboxEnvironment(self.pool, self.world, self.tools)

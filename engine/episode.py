@@ -106,7 +106,12 @@ class Episode:
             except EndpointFailure as failure:
                 ended = _EpisodeEnded("infra_error", f"endpoint:{failure.cause}", detail=failure.detail)
             except WorldBugError as bug:
-                ended = _EpisodeEnded("infra_error", "world_bug", detail=str(bug))
+                reason = getattr(bug, "reason", "world_bug")  # a sandboxed world: timeout, crash, quarantined...
+                cause = "world_bug" if reason == "world_bug" else f"world_{reason}"
+                ended = _EpisodeEnded("infra_error", cause, detail=str(bug))
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.env.close()
         if deadline.cancelled_caught:
             limit = self.settings.episode_timeout_s
             ended = _EpisodeEnded("infra_error", "episode_timeout", detail=f"the episode outlived its {limit:g} s")

@@ -140,7 +140,9 @@ class MockModel:
         self.stats = MockStats()
         self._rng = random.Random(settings.seed)
         self._ids = itertools.count()
+        # Known by name, and by file: an engine playing a model-written `file.py` names the world by its path.
         self._world_specs = {_world_class(spec).name: spec for spec in settings.worlds}
+        self._world_specs |= {spec.rpartition(":")[0]: spec for spec in settings.worlds if ":" in spec}
         self.template = load_template(settings.tokenizer) if settings.tokenizer else None
 
     def _spec(self, world: str) -> str:

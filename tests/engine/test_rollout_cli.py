@@ -104,3 +104,27 @@ def test_an_unreachable_endpoint_marks_episodes_not_the_run(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in (tmp_path / "episodes.jsonl").read_text().splitlines()]
     assert [record["cause"] for record in records] == ["endpoint:connection"] * 3
+
+
+def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
+    """`--world file.py` (no class) is untrusted: loaded and played only in sandbox workers."""
+    world = tmp_path / "library.py"
+    world.write_text(Path("tests/worlds/library.py").read_text())
+    with mock_model("--world", f"{world}:LibraryWorld") as url:  # the mock knows the oracle plan; it is no engine
+        command = [*SPADEWORK, "rollout", "--world", str(world), "--endpoint", url, "--out", str(tmp_path / "run"),
+                   "--no-progress", "--tasks", "6", "--hints", "both"]  # fmt: skip
+        completed = run(command)
+    assert completed.returncode == 0, completed.stderr
+    assert "sandbox pool ready" in completed.stderr
+    records = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]
+    assert len(records) == 12 and {r["status"] for r in records} == {"ok"}
+    assert all(r["reward"] == 1.0 for r in records)  # the oracle script solves the sandboxed world
+
+
+def test_a_model_written_file_that_does_not_load_is_a_clear_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text(Path("tests/worlds/library.py").read_text() + "\nraise RuntimeError('no luck')\n")
+    completed = run([*SPADEWORK, "rollout", "--world", str(broken), "--endpoint", "http://127.0.0.1:9/v1",
+                     "--out", str(tmp_path / "run"), "--no-progress"])  # fmt: skip
+    assert completed.returncode == 2
+    assert "does not load in the sandbox" in completed.stderr and "RuntimeError: no luck" in completed.stderr

@@ -9,6 +9,7 @@ placed on, so many episodes of one world spread over the pool.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -299,7 +300,8 @@ class SandboxEpisode:
         self.closed = True
         self._worker.episodes -= 1
         if self._worker.alive and self._pool.quarantined(self.world) is None:
-            await self._request("close")
+            with contextlib.suppress(SandboxError):  # best effort: a dead worker holds no episode anyway
+                await self._request("close")
 
 
 class _Grade(BaseModel):
