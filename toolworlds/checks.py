@@ -75,17 +75,22 @@ def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[Che
     chosen = list(seeds)
 
     async def checked() -> list[CheckResult]:
-        return await check_driver(LocalDriver(world), chosen)
+        return (await check_driver(LocalDriver(world), chosen))[0]
 
     return anyio.run(checked)
 
 
-async def check_driver(driver: WorldDriver, seeds: Sequence[int]) -> list[CheckResult]:
+async def check_driver(driver: WorldDriver, seeds: Sequence[int]) -> tuple[list[CheckResult], Evidence | None]:
     """Gather the evidence through `driver`, then judge it; a world that crashes while playing fails at once."""
     try:
         evidence = await gather(driver, list(seeds))
     except Exception as error:  # a world's own code may raise anything while it is played
-        return [CheckResult("plays at all", False, f"the world crashed: {error!r}")]
+        return [CheckResult("plays at all", False, f"the world crashed: {error!r}")], None
+    return judge(evidence), evidence
+
+
+def judge(evidence: Evidence) -> list[CheckResult]:
+    """Every check on gathered evidence; a check that crashes fails with the exception as its detail."""
     results = []
     for name, check in CHECKS:
         try:
@@ -244,6 +249,16 @@ def _hint_does_not_leak(evidence: Evidence) -> tuple[bool, str]:
             if _mentions(task.hint, value) and not _mentions(task.instruction, value):
                 return False, f"seed {seed}: the hint contains {value!r}, which the reference plan types"
     return True, "no hint contains an id, amount or answer from its reference plan"
+
+
+def answer_leak_rate(evidence: Evidence) -> float:
+    """Share of seeds whose instruction already contains the answer the reference plan finishes with."""
+    leaks = 0
+    for seed in evidence.seeds:
+        answers = [a.answer for a in evidence.plans[seed] if isinstance(a, Finish) and a.answer]
+        instruction = evidence.oracle[seed].task.instruction
+        leaks += any(len(answer) >= 2 and _mentions(instruction, answer) for answer in answers)
+    return leaks / len(evidence.seeds) if evidence.seeds else 0.0
 
 
 def _typed_values(plan: list[ToolCall | Finish]) -> list[str]:

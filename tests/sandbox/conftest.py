@@ -11,7 +11,8 @@ import pytest
 from toolworlds.sandbox import Deadlines, SandboxPool, SandboxSettings
 
 LIBRARY_SOURCE = (Path(__file__).parents[1] / "worlds" / "library.py").read_text()
-FAST_DEADLINES = Deadlines(load=5.0, reset=1.0, step=1.0, grade=1.0, other=1.0)
+# Short, so hangs cost little, yet long enough not to flake on a busy 2-core CI machine.
+FAST_DEADLINES = Deadlines(load=5.0, reset=2.0, step=2.0, grade=2.0, other=2.0)
 
 
 @pytest.fixture(scope="module", params=["asyncio", "trio"])

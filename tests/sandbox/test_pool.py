@@ -85,7 +85,7 @@ async def test_a_hang_is_killed_at_its_deadline_and_quarantined(pool: SandboxPoo
     await episode.reset(1)
     restarts = pool.restarts
     with anyio.fail_after(5):
-        with pytest.raises(WorldTimeout, match=r"step ran past its 1 s deadline.*SIGKILL"):
+        with pytest.raises(WorldTimeout, match=r"step ran past its 2 s deadline.*SIGKILL"):
             await episode.step(ToolCall(name="borrow", arguments={"book_id": "B0"}))
     assert pool.restarts == restarts + 1
     assert "deadline" in (pool.quarantined(hanging) or "")

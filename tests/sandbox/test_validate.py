@@ -7,6 +7,9 @@ import pytest
 from tests.sandbox.conftest import LIBRARY_SOURCE
 from toolworlds.sandbox import SandboxPool
 from toolworlds.untrusted.validate import GATES, validate
+from trainers.corpus import Document
+from trainers.designer.memory import RememberedWorld
+from trainers.designer.prompt import EXAMPLE_WORLD, PROMPT_VERSION, designer_messages
 
 pytestmark = pytest.mark.anyio
 
@@ -64,3 +67,18 @@ async def test_each_flaw_is_rejected_at_its_gate(pool: SandboxPool, text: str, g
     assert not verdict.valid and verdict.world is None
     assert verdict.gates[-1].name == gate and not verdict.gates[-1].passed
     assert verdict.rejection is not None and verdict.rejection.startswith(gate) and reason in verdict.rejection
+
+
+async def test_the_designer_prompt_shows_a_world_that_passes_every_gate(pool: SandboxPool) -> None:
+    verdict = await validate(EXAMPLE_WORLD, pool)
+    assert verdict.valid, verdict.rejection
+    document = Document(source="pydoc:topics/for", title="The for statement", text="The for statement iterates.")
+    remembered = RememberedWorld(
+        code_hash="0" * 64, name="ledger", iteration=1, document="d", description="A ledger.", tools=["post"],
+        source="", scores_plain=[1.0], scores_hinted=[1.0], mean_plain=1.0, mean_hinted=1.0, regret=0.0,
+        reward=0.0, status="too_easy",
+    )  # fmt: skip
+    system, user = designer_messages(document, [remembered])
+    assert EXAMPLE_WORLD in system["content"] and PROMPT_VERSION == "designer-v1"
+    assert "The for statement iterates." in user["content"] and "ledger (post)" in user["content"]
+    assert "Worlds you wrote before" not in designer_messages(document, [])[1]["content"]

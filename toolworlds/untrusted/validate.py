@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from toolworlds.checks import CheckResult, EpisodeDriver, check_driver
+from toolworlds.checks import CheckResult, EpisodeDriver, answer_leak_rate, check_driver
 from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
 from toolworlds.untrusted.extract import ExtractionError, extract_source
 from toolworlds.untrusted.policy import check_policy
@@ -42,6 +42,7 @@ class Verdict:
     checks: list[CheckResult] = field(default_factory=list)
     world: WorldInfo | None = None  # loaded in the pool while the world is valid
     valid_without_repair: bool = False
+    answer_leak: float | None = None  # share of seeds whose task text holds the reference answer
 
     @property
     def valid(self) -> bool:
@@ -60,6 +61,7 @@ class Verdict:
             "valid_without_repair": self.valid_without_repair,
             "rejection": self.rejection,
             "world": self.world.name if self.world else None,
+            "answer_leak": self.answer_leak,
             "fixes": self.fixes,
             "gates": [{"gate": g.name, "passed": g.passed, "detail": g.detail} for g in self.gates],
             "checks": [{"check": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks],
@@ -117,7 +119,8 @@ async def _judge(
         verdict.gates.append(Gate("load", False, str(error)))
         return verdict
     verdict.gates.append(Gate("load", True, f"{world.name}: {len(world.tools)} tools"))
-    verdict.checks = await check_driver(SandboxDriver(pool, world), list(seeds))
+    verdict.checks, evidence = await check_driver(SandboxDriver(pool, world), list(seeds))
+    verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
     failed = [check for check in verdict.checks if not check.passed]
     if failed:
         verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
