@@ -185,6 +185,9 @@ def mock_server(
     world: Annotated[list[str], typer.Option(help="Extra worlds to know (file.py:Class).")] = [],  # noqa: B006
     seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
     tokenizer: Annotated[str | None, typer.Option(help="Serve /v1/completions over this tokenizer ('bytes').")] = None,
+    design: Annotated[
+        list[Path], typer.Option(exists=True, dir_okay=False, help="World files designer requests get, in turn.")
+    ] = [],  # noqa: B006
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8800,
 ) -> None:
@@ -208,6 +211,7 @@ def mock_server(
         seed=seed,
         worlds=tuple(world),
         tokenizer=tokenizer,
+        designs=tuple(path.read_text() for path in design),
     )
     # Injected faults drop connections and outlive client deadlines on purpose; aiohttp would log each as an error.
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)

@@ -101,6 +101,8 @@ class ChatClient:
         self._tool_field = (
             {"response_format": constrained_response_format(tools)} if self._constrained else {"tools": tools}
         )
+        if not tools:  # a request without tools (the designer's) sends no tool fields at all
+            self._tool_field = {}
 
     def start(self, messages: list[dict[str, Any]]) -> None:
         pass

@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Literal
 
 from aiohttp import web
@@ -38,7 +39,7 @@ from engine.parsing import FINISH_TOOL, parse_constrained, parse_native, parse_t
 from engine.templates import load_template
 from toolworlds.core import Finish, ToolCall, ToolWorld
 from toolworlds.policies import RandomPolicy
-from toolworlds.registry import load_world
+from toolworlds.registry import load_world, world_in_file
 
 Script = Literal["oracle", "random", "malformed"]
 Style = Literal["native", "hermes", "json", "python"]
@@ -57,6 +58,7 @@ class MockSettings:
     seed: int = 0
     worlds: tuple[str, ...] = ()
     tokenizer: str | None = None
+    designs: tuple[str, ...] = ()  # world sources a designer request gets back, in turn
 
 
 @dataclass
@@ -103,6 +105,11 @@ def fake_logprob(token: int) -> float:
 
 @lru_cache(maxsize=64)
 def _world_class(spec: str) -> type[ToolWorld[Any]]:
+    """A world by spec; a bare `file.py` (what an engine names a model-written world by) is imported here.
+
+    The mock trusts the files it is given: it is test infrastructure, never the engine."""
+    if spec.endswith(".py") and ":" not in spec:
+        return world_in_file(Path(spec))
     return load_world(spec)
 
 
@@ -161,8 +168,17 @@ class MockModel:
         policy.start(instance, task)
         return policy.act(None)
 
+    def design(self, episode: list[str]) -> str:
+        """A designer's reply: one of the given world sources in a fenced block, chosen by the seed."""
+        if not self.settings.designs:
+            raise MockRequestError("a designer request, but this mock was started without --design FILE")
+        source = self.settings.designs[int(episode[3]) % len(self.settings.designs)]
+        return f"Here is a toolworld grounded in the document.\n\n```python\n{source}```\n"
+
     def reply(self, episode: list[str], body: dict[str, Any], malformed: bool) -> dict[str, Any]:
         """The assistant message for this request."""
+        if episode[1] == "designer":
+            return {"role": "assistant", "content": self.design(episode)}
         messages = body.get("messages") or []
         constrained = (body.get("response_format") or {}).get("type") == "json_schema"
         if malformed or self.settings.script == "malformed":
@@ -218,7 +234,9 @@ class MockModel:
         usable = sum(
             1 for turn in turns if (reply := parse_text(turn.split("<|im_end|>")[0])).calls and not reply.problems
         )
-        if malformed or self.settings.script == "malformed":
+        if episode[1] == "designer":
+            reply_text = self.design(episode)
+        elif malformed or self.settings.script == "malformed":
             reply_text = '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'
         else:
             name, arguments = _named(self.next_action(episode, usable))

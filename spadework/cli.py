@@ -11,6 +11,7 @@ from spadework import __version__
 from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
 from trainers.corpus_cli import corpus_app
+from trainers.designer.cli import design
 
 app = typer.Typer(
     help="spadework: a language model teaches itself tool use by self-play.",
@@ -23,6 +24,7 @@ app.command("rollout")(engine_cli.rollout)
 app.command("episodes")(engine_cli.show)
 app.command("mock-server")(engine_cli.mock_server)
 app.command("serve")(engine_cli.serve)
+app.command("design")(design)
 
 
 def _print_version(wanted: bool) -> None:

@@ -50,6 +50,16 @@ def load_world(spec: str) -> WorldClass:
     return _check(getattr(module, attribute), spec)
 
 
+def world_in_file(path: Path) -> WorldClass:
+    """The one ToolWorld subclass a trusted `.py` file defines (imported in this process)."""
+    module = _import_file(path)
+    found = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, ToolWorld)
+             and v.__module__ == module.__name__]  # fmt: skip
+    if len(found) != 1:
+        raise UnknownWorldError(f"{path} defines {len(found)} ToolWorld subclasses; name one as {path}:Class")
+    return found[0]
+
+
 def _import_file(path: Path) -> Any:
     if not path.is_file():
         raise UnknownWorldError(f"no such file: {path}")

@@ -1,0 +1,64 @@
+"""`spadework design` end to end against the scripted mock model over real HTTP: the designer "writes" a
+sound world, a flawed one and prose; the gates, the sandbox, the plays, regret, the memory and the
+metrics all see real files and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.engine.conftest import mock_model
+from tests.sandbox.conftest import LIBRARY_SOURCE
+from tests.sandbox.test_validate import FREE_LUNCH
+from tests.servers import SPADEWORK
+from trainers.designer.loop import read_metrics
+from trainers.designer.memory import WorldMemory
+
+
+def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
+    designs = {"sound.py": LIBRARY_SOURCE, "free_lunch.py": FREE_LUNCH, "prose.txt": "I would rather not."}
+    flags = []
+    for name, text in designs.items():
+        (tmp_path / name).write_text(text)
+        flags += ["--design", str(tmp_path / name)]
+    out = tmp_path / "run"
+    with mock_model(*flags) as url:
+        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--worlds", "3", "--plays", "2",
+                   "--smoke-seeds", "3", "--iterations", "2"]  # fmt: skip
+        completed = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "COLUMNS": "200"},
+        )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "valid after repair" in completed.stdout
+
+    metrics = read_metrics(out)
+    assert [m.iteration for m in metrics] == [0, 1]
+    first = metrics[0]
+    assert (first.requested, first.replies, first.valid_after_repair) == (3, 3, 1)
+    assert first.rejections == {"smoke: doing nothing does not": 1, "policy": 1}  # prose in a fence: no world class
+    assert first.regrets == [0.0]  # the oracle agent solves it with and without the hint
+    assert first.rewards == [0.0, -1.0, -1.0]
+    assert first.statuses == {"too_easy": 1} and first.vendi == 1.0
+
+    outcomes = [json.loads(line) for line in (out / "designs.jsonl").read_text().splitlines()]
+    assert len(outcomes) == 6
+    sound = outcomes[0]
+    assert sound["verdict"]["valid"] and sound["mean_plain"] == 1.0 and sound["mean_hinted"] == 1.0
+    assert "Document (" in sound["sample"]["messages"][1]["content"]
+    world_file = out / "worlds" / f"{sound['world_hash'][:16]}.py"
+    assert world_file.read_text() == LIBRARY_SOURCE
+    plays = (out / "worlds" / sound["world_hash"][:16] / "episodes.jsonl").read_text().splitlines()
+    assert len(plays) == 4  # K=2 tasks, each without and with the hint
+
+    with WorldMemory.open(out / "memory.sqlite") as memory:
+        assert memory.counts()["too_easy"] == 1  # the same code twice is one world
+        remembered = memory.get(sound["world_hash"])
+        assert remembered is not None and remembered.name == "library" and remembered.scores_hinted == [1.0, 1.0]
+    second_prompt = outcomes[3]["sample"]["messages"][1]["content"]
+    assert "Worlds you wrote before" in second_prompt and "library (search, borrow)" in second_prompt

@@ -1,0 +1,133 @@
+"""`spadework design`: run designer iterations against a model (the embedded one by default)."""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import AsyncExitStack, ExitStack
+from pathlib import Path
+from typing import Annotated, Literal
+
+import anyio
+import structlog
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from engine.endpoints import EndpointPool
+from engine.llama_server import EmbeddedServer, ServerSettings, ServerStartError
+from engine.local_models import ModelNotFoundError, resolve_gguf
+from engine.settings import EpisodeSettings, Mode
+from toolworlds.sandbox import SandboxPool, SandboxSettings
+from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics, completed_iterations, run_iteration
+from trainers.designer.memory import StatusThresholds, WorldMemory
+from trainers.designer.regret import RewardSettings
+
+log = structlog.get_logger()
+
+
+def design(
+    out: Annotated[Path, typer.Option(help="Run directory: designs.jsonl, metrics.jsonl, worlds/, memory.sqlite.")],
+    iterations: Annotated[int, typer.Option(min=1, help="Designer iterations to run (a rerun continues).")] = 1,
+    worlds: Annotated[int, typer.Option(min=1, help="Worlds the designer writes per iteration.")] = 4,
+    plays: Annotated[int, typer.Option(min=1, help="K: tasks per valid world, played without and with the hint.")] = 8,
+    smoke_seeds: Annotated[int, typer.Option(min=1, help="Seeds of the sandbox smoke test.")] = 8,
+    corpus: Annotated[str, typer.Option(help="'builtin', a .jsonl/.parquet file, or a folder of text.")] = "builtin",
+    text_field: Annotated[str, typer.Option(help="Text column of a .jsonl/.parquet corpus.")] = "text",
+    document_tokens: Annotated[int, typer.Option(min=32, help="Chunk budget of a grounding document.")] = 600,
+    endpoint: Annotated[list[str], typer.Option(help="OpenAI base URL(s); none: serve the embedded model.")] = [],  # noqa: B006
+    local_model: Annotated[str, typer.Option(help="GGUF to serve when no --endpoint is given.")] = "default",
+    local_parallel: Annotated[int, typer.Option(min=1, help="Slots of the embedded server.")] = 4,
+    model: Annotated[str, typer.Option(help="Model name sent to the endpoints.")] = "default",
+    designer_mode: Annotated[
+        Literal["chat", "tokens"], typer.Option(help="tokens: keep the designer's sampled ids.")
+    ] = "chat",
+    agent_mode: Annotated[Mode, typer.Option(help="How the agent's plays talk to the model.")] = "chat",
+    tokenizer: Annotated[str | None, typer.Option(help="tokens mode: tokenizer (default: the served GGUF).")] = None,
+    designer_tokens: Annotated[int, typer.Option(min=64, help="Most tokens in a designer reply.")] = 2048,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Designer sampling temperature.")] = 0.8,
+    agent_turns: Annotated[int, typer.Option(min=1, help="Most turns per agent play.")] = 8,
+    agent_tokens: Annotated[int, typer.Option(min=16, help="Most tokens per agent turn.")] = 256,
+    reward: Annotated[Literal["regret", "blend"], typer.Option(help="How the designer is paid.")] = "regret",
+    plateau: Annotated[tuple[float, float], typer.Option(help="blend: the solve-rate plateau.")] = (0.4, 0.6),
+    plateau_weight: Annotated[float, typer.Option(help="blend: reward inside the plateau.")] = 0.5,
+    invalid_penalty: Annotated[float, typer.Option(help="Reward of a world that fails a gate.")] = -1.0,
+    memory: Annotated[Path | None, typer.Option(help="Environment memory (default: OUT/memory.sqlite).")] = None,
+    sandbox_workers: Annotated[int, typer.Option(min=1, help="Sandbox worker processes.")] = SandboxSettings().workers,
+    request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per model request.")] = 600.0,
+    seed: Annotated[int, typer.Option(help="Seed of the document draws.")] = 0,
+) -> None:
+    """Write toolworlds from documents, validate them in the sandbox, play them with and without the hint,
+    and record regret, the designer's reward, the environment memory and per-iteration metrics."""
+    try:
+        documents = Corpus(open_source(corpus, text_field), max_tokens=document_tokens)
+        rewards = RewardSettings(mode=reward, plateau=plateau, plateau_weight=plateau_weight,
+                                 invalid_penalty=invalid_penalty)  # fmt: skip
+    except (CorpusError, ValueError) as error:
+        raise typer.BadParameter(str(error)) from None
+    served = None
+    if not endpoint:
+        try:
+            served = ServerSettings(model=resolve_gguf(local_model), parallel=local_parallel)
+        except ModelNotFoundError as error:
+            raise typer.BadParameter(str(error), param_hint="--local-model") from None
+        tokenizer = tokenizer or str(served.model)
+    if "tokens" in (designer_mode, agent_mode) and tokenizer is None:
+        raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
+    common = {"model": model, "request_timeout_s": request_timeout, "tokenizer": tokenizer}
+    settings = DesignSettings(
+        worlds=worlds,
+        plays=plays,
+        smoke_seeds=smoke_seeds,
+        designer=EpisodeSettings(
+            mode=designer_mode, max_turns=1, max_tokens_per_turn=designer_tokens, temperature=temperature, **common
+        ),
+        agent=EpisodeSettings(mode=agent_mode, max_turns=agent_turns, max_tokens_per_turn=agent_tokens, **common),
+        reward=rewards,
+        thresholds=StatusThresholds(),
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    first = completed_iterations(out)
+    console = Console()
+
+    async def main(urls: list[str]) -> None:
+        async with AsyncExitStack() as stack:
+            sandbox = await stack.enter_async_context(SandboxPool(SandboxSettings(workers=sandbox_workers)))
+            pool = await stack.enter_async_context(EndpointPool.open(urls))
+            archive = stack.enter_context(WorldMemory.open(memory or out / "memory.sqlite"))
+            run = DesignRun(uuid.uuid4().hex[:12], out, documents, pool, sandbox, archive, settings, seed)
+            for iteration in range(first, first + iterations):
+                log.info("designer iteration", iteration=iteration, worlds=worlds)
+                console.print(metrics_table(await run_iteration(run, iteration)))
+
+    with ExitStack() as stack:
+        urls = list(endpoint)
+        if served is not None:
+            try:
+                urls = [stack.enter_context(EmbeddedServer(served)).base_url]
+            except ServerStartError as error:
+                raise typer.BadParameter(str(error), param_hint="--local-model") from None
+        anyio.run(main, urls)
+
+
+def metrics_table(metrics: IterationMetrics) -> Table:
+    """One iteration's figures, the way people compare them."""
+    table = Table("measure", "value", title=f"designer iteration {metrics.iteration} ({metrics.prompt_version})")
+    rows = {
+        "replies / asked": f"{metrics.replies} / {metrics.requested}",
+        "valid before repair": f"{metrics.valid_before_repair} ({metrics.validity_before_repair:.0%})",
+        "valid after repair": f"{metrics.valid_after_repair} ({metrics.validity_after_repair:.0%})",
+        "rejections": ", ".join(f"{k}: {v}" for k, v in sorted(metrics.rejections.items())) or "-",
+        "regret (mean; negative)": "-" if metrics.regret_mean is None else
+        f"{metrics.regret_mean:.3f}; {metrics.negative_regrets} negative",
+        "rewards": ", ".join("masked" if r is None else f"{r:.2f}" for r in metrics.rewards),
+        "status": ", ".join(f"{k}: {v}" for k, v in sorted(metrics.statuses.items())) or "-",
+        "Vendi score (tool schemas)": f"{metrics.vendi:.2f}",
+        "answer-leak rate": "-" if metrics.answer_leak_rate is None else f"{metrics.answer_leak_rate:.0%}",
+        "seconds (generate / validate / play)": " / ".join(f"{metrics.seconds.get(k, 0):.1f}"
+                                                          for k in ("generation", "validation", "plays")),
+        "memory": ", ".join(f"{k}: {v}" for k, v in metrics.memory.items()),
+    }  # fmt: skip
+    for name, value in rows.items():
+        table.add_row(name, value)
+    return table

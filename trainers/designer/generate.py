@@ -1,0 +1,63 @@
+"""The designer's turn: one prompt, one reply, through the same endpoints and clients as the agent's turns.
+
+In `tokens` mode the reply comes with the ids the server sampled and their logprobs (the trace the
+designer's GRPO update needs); in `chat` mode with whatever the server returns. An endpoint that fails is
+recorded, never retried here beyond the pool's own retries, and the design counts as masked, not invalid.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from engine.clients import ChatClient, ModelClient, Route, TokensClient
+from engine.endpoints import EndpointPool
+from engine.episode import EPISODE_HEADER
+from engine.settings import EpisodeSettings
+from engine.templates import load_template
+from engine.trajectory import TokenTrace, Turn
+from engine.transport import EndpointFailure
+
+
+class DesignSample(BaseModel):
+    """One designer turn as sampled: what it was asked, what it wrote, and the ids when kept."""
+
+    key: str
+    document: str = Field(description="Where the grounding document came from.")
+    prompt_version: str
+    messages: list[dict[str, Any]]
+    reply: str | None = None
+    failure: str | None = Field(default=None, description="Why no reply came back (an endpoint failure).")
+    finish_reason: str | None = None
+    tokens: TokenTrace | None = None
+    latency_s: float = 0.0
+
+
+async def sample_design(
+    pool: EndpointPool, settings: EpisodeSettings, run: str, seed: int, sample: DesignSample
+) -> DesignSample:
+    """Ask for one world; fills `sample.reply` (or `sample.failure`) and the token trace."""
+    started = time.perf_counter()
+    with pool.sticky() as endpoint:
+        headers = {EPISODE_HEADER: f"{run}/designer/design/{seed}/plain/0"}
+        route = Route(pool, endpoint, headers, settings.request_timeout_s)
+        client: ModelClient
+        if settings.mode == "tokens":
+            client = TokensClient(route, settings, [], load_template(settings.tokenizer or ""))
+        else:
+            client = ChatClient(route, settings, [])
+        client.start(sample.messages)
+        turn = Turn(index=0, endpoint=endpoint.url, started_s=0.0, latency_s=0.0, attempts=0)
+        try:
+            message, _ = await client.sample(sample.messages, turn)
+        except EndpointFailure as failure:
+            sample.failure = f"{failure.cause}: {failure.detail}"
+        else:
+            client.finish([*sample.messages, message])
+            sample.reply = message.get("content") or ""
+            sample.finish_reason = turn.finish_reason
+            sample.tokens = client.tokens
+    sample.latency_s = time.perf_counter() - started
+    return sample

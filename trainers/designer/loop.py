@@ -1,0 +1,279 @@
+"""One designer iteration: sample documents, write worlds, validate them, play them, pay the designer.
+
+    documents --prompt--> designer replies --gates--> valid worlds --K plain + K hinted plays--> regret
+        --> designer reward, environment memory, per-iteration metrics
+
+Everything a later step (the GRPO trainer, a report) needs is written under the run directory as it
+happens: `designs.jsonl` (each designer turn, token ids included in tokens mode, with its verdict, regret
+and reward), `worlds/<hash>.py` with the agent's plays of it under `worlds/<hash>/` (the engine's
+trajectory store), `metrics.jsonl` (one line per iteration) and the SQLite memory.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from pydantic import BaseModel, Field
+
+from engine.endpoints import EndpointPool
+from engine.environments import SandboxWorlds
+from engine.rollout import RolloutPlan, run_rollout
+from engine.settings import EpisodeSettings
+from engine.store import TrajectoryStore, read_records
+from toolworlds.sandbox import SandboxPool
+from toolworlds.untrusted.validate import Verdict, validate
+from trainers.corpus import Corpus
+from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
+from trainers.designer.generate import DesignSample, sample_design
+from trainers.designer.memory import RememberedWorld, StatusThresholds, WorldMemory, code_hash
+from trainers.designer.prompt import PROMPT_VERSION, designer_messages
+from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
+
+log = structlog.get_logger()
+
+
+@dataclass(frozen=True)
+class DesignSettings:
+    worlds: int = 4  # designer replies per iteration
+    plays: int = 8  # K: tasks per valid world, each played without and with the hint
+    smoke_seeds: int = 8
+    designer: EpisodeSettings = field(
+        default_factory=lambda: EpisodeSettings(max_tokens_per_turn=2048, temperature=0.8, max_turns=1)
+    )
+    agent: EpisodeSettings = field(default_factory=lambda: EpisodeSettings(max_turns=8, max_tokens_per_turn=256))
+    reward: RewardSettings = field(default_factory=RewardSettings)
+    thresholds: StatusThresholds = field(default_factory=StatusThresholds)
+    memory_examples: int = 1  # per status
+    concurrency: int = 16  # agent episodes at once
+
+
+@dataclass
+class DesignRun:
+    """What an iteration works with; the caller owns (opens and closes) every resource here."""
+
+    run: str
+    out: Path
+    corpus: Corpus
+    endpoints: EndpointPool
+    sandbox: SandboxPool
+    memory: WorldMemory
+    settings: DesignSettings
+    seed: int = 0
+
+
+class DesignOutcome(BaseModel):
+    """One line of `designs.jsonl`."""
+
+    iteration: int
+    sample: DesignSample
+    verdict: dict[str, Any] | None = None
+    world_hash: str | None = None
+    regret: float | None = None
+    mean_plain: float | None = None
+    mean_hinted: float | None = None
+    masked_plays: int = 0
+    reward: float | None = Field(default=None, description="None: masked (the endpoint or every play failed).")
+
+
+class IterationMetrics(BaseModel):
+    """One line of `metrics.jsonl`."""
+
+    iteration: int
+    prompt_version: str = PROMPT_VERSION
+    finished_at: float
+    requested: int
+    replies: int
+    valid_before_repair: int
+    valid_after_repair: int
+    validity_before_repair: float
+    validity_after_repair: float
+    rejections: dict[str, int]
+    regrets: list[float]
+    regret_mean: float | None
+    negative_regrets: int
+    rewards: list[float | None]
+    statuses: dict[str, int]
+    vendi: float
+    vendi_embedding: str = VENDI_EMBEDDING
+    answer_leak_rate: float | None
+    seconds: dict[str, float]
+    worlds_per_minute: float
+    memory: dict[str, int]
+
+
+def completed_iterations(out: Path) -> int:
+    metrics = out / "metrics.jsonl"
+    return sum(1 for line in metrics.read_text().splitlines() if line.strip()) if metrics.exists() else 0
+
+
+async def run_iteration(run: DesignRun, iteration: int) -> IterationMetrics:
+    settings = run.settings
+    rng = random.Random(f"{run.seed}/{iteration}")
+    examples = run.memory.prompt_examples(settings.memory_examples)
+    samples = []
+    for index in range(settings.worlds):
+        document = run.corpus.sample(rng)
+        key = f"designer/{iteration}/{index}"
+        messages = designer_messages(document, examples)
+        samples.append(
+            DesignSample(key=key, document=document.source, prompt_version=PROMPT_VERSION, messages=messages)
+        )
+    clock = {"generation": time.perf_counter()}
+
+    async with anyio.create_task_group() as group:
+        for index, sample in enumerate(samples):
+            group.start_soon(
+                sample_design, run.endpoints, settings.designer, run.run, iteration * 10_000 + index, sample
+            )
+    clock["generation"] = time.perf_counter() - clock["generation"]
+
+    started = time.perf_counter()
+    verdicts: list[Verdict | None] = [None] * len(samples)
+
+    async def judge(index: int, reply: str) -> None:
+        verdicts[index] = await validate(reply, run.sandbox, seeds=range(settings.smoke_seeds), filename="world.py")
+
+    async with anyio.create_task_group() as group:
+        for index, sample in enumerate(samples):
+            if sample.reply is not None:
+                group.start_soon(judge, index, sample.reply)
+    clock["validation"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    outcomes = []
+    for sample, verdict in zip(samples, verdicts, strict=True):
+        outcomes.append(await _settle(run, iteration, sample, verdict))
+    clock["plays"] = time.perf_counter() - started
+    metrics = _metrics(run, iteration, outcomes, verdicts, clock)
+    with (run.out / "designs.jsonl").open("a") as designs:
+        designs.writelines(outcome.model_dump_json() + "\n" for outcome in outcomes)
+    with (run.out / "metrics.jsonl").open("a") as lines:
+        lines.write(metrics.model_dump_json() + "\n")
+    return metrics
+
+
+async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict: Verdict | None) -> DesignOutcome:
+    """Play a valid world K times each way, archive it, and pay the designer; pay the penalty otherwise."""
+    outcome = DesignOutcome(iteration=iteration, sample=sample, verdict=verdict.summary() if verdict else None)
+    if verdict is None:  # no reply: the endpoint failed, which says nothing about the designer
+        return outcome
+    if not verdict.valid or verdict.world is None or verdict.source is None:
+        outcome.reward = designer_reward(None, run.settings.reward)
+        return outcome
+    digest = code_hash(verdict.source)
+    outcome.world_hash = digest
+    regret = await _play_both_ways(run, verdict, digest)
+    await run.sandbox.unload(verdict.world)
+    outcome.regret, outcome.masked_plays = regret.value, regret.masked
+    outcome.mean_plain, outcome.mean_hinted = regret.mean_plain, regret.mean_hinted
+    outcome.reward = designer_reward(regret, run.settings.reward)
+    if regret.value < 0:
+        log.info("negative regret: the hint misleads", world=verdict.world.name, regret=round(regret.value, 3))
+    remembered = RememberedWorld(
+        code_hash=digest,
+        name=verdict.world.name,
+        iteration=iteration,
+        document=sample.document,
+        description=verdict.world.description,
+        tools=[tool["name"] for tool in verdict.world.tools],
+        source=verdict.source,
+        scores_plain=regret.plain,
+        scores_hinted=regret.hinted,
+        mean_plain=regret.mean_plain,
+        mean_hinted=regret.mean_hinted,
+        regret=regret.value,
+        reward=outcome.reward,
+        status=run.settings.thresholds.classify(regret.mean_plain, regret.mean_hinted),
+    )
+    run.memory.remember(remembered)
+    return outcome
+
+
+async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str) -> Regret:
+    assert verdict.world is not None and verdict.source is not None
+    worlds = run.out / "worlds"
+    worlds.mkdir(parents=True, exist_ok=True)
+    path = worlds / f"{digest[:16]}.py"
+    path.write_text(verdict.source)
+    plan = RolloutPlan(
+        run=run.run, world=str(path), tasks=run.settings.plays, hints="both", settings=run.settings.agent
+    )
+    directory = worlds / digest[:16]
+    with TrajectoryStore.open(directory, plan) as store:
+        await run_rollout(
+            plan, store, run.endpoints, SandboxWorlds(run.sandbox, verdict.world), run.settings.concurrency
+        )
+    plays = [
+        Play(record.key.hinted, None if record.status == "infra_error" else record.reward)
+        for record in read_records(directory)
+    ]
+    return regret_of(plays)
+
+
+def _metrics(
+    run: DesignRun,
+    iteration: int,
+    outcomes: list[DesignOutcome],
+    verdicts: list[Verdict | None],
+    clock: dict[str, float],
+) -> IterationMetrics:
+    judged = [verdict for verdict in verdicts if verdict is not None]
+    valid = [verdict for verdict in judged if verdict.valid]
+    rejections = Counter(_rejection_kind(verdict) for verdict in judged if not verdict.valid)
+    regrets = [outcome.regret for outcome in outcomes if outcome.regret is not None]
+    leaks = [verdict.answer_leak for verdict in valid if verdict.answer_leak is not None]
+    statuses = Counter(
+        run.settings.thresholds.classify(o.mean_plain, o.mean_hinted)
+        for o in outcomes
+        if o.mean_plain is not None and o.mean_hinted is not None
+    )
+    total = sum(clock.values())
+    return IterationMetrics(
+        iteration=iteration,
+        finished_at=time.time(),
+        requested=len(outcomes),
+        replies=len(judged),
+        valid_before_repair=sum(verdict.valid_without_repair for verdict in judged),
+        valid_after_repair=len(valid),
+        validity_before_repair=_share(sum(verdict.valid_without_repair for verdict in judged), len(judged)),
+        validity_after_repair=_share(len(valid), len(judged)),
+        rejections=dict(rejections),
+        regrets=regrets,
+        regret_mean=statistics.fmean(regrets) if regrets else None,
+        negative_regrets=sum(regret < 0 for regret in regrets),
+        rewards=[outcome.reward for outcome in outcomes],
+        statuses=dict(statuses),
+        vendi=vendi_score([verdict.world.tools for verdict in valid if verdict.world is not None]),
+        answer_leak_rate=statistics.fmean(leaks) if leaks else None,
+        seconds={name: round(value, 3) for name, value in clock.items()},
+        worlds_per_minute=60 * len(outcomes) / total if total else 0.0,
+        memory=run.memory.counts(),
+    )
+
+
+def _rejection_kind(verdict: Verdict) -> str:
+    """The gate that rejected, with the failed check for the smoke gate: what is worth counting."""
+    failed = next(gate for gate in verdict.gates if not gate.passed)
+    if failed.name == "smoke":
+        return "smoke: " + failed.detail.split(":", 1)[0]
+    return failed.name
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def read_metrics(out: Path) -> list[IterationMetrics]:
+    path = out / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [IterationMetrics.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line]
