@@ -55,6 +55,10 @@ fmt:
     ruff format .
     ruff check --fix .
 
+# Designer iterations with the embedded model: write worlds, validate, play with and without the hint, regret.
+design out="runs/design" *flags="": model
+    spadework design --out {{out}} {{flags}}
+
 # Run model-written world code (a .py file or a whole reply) through every gate; the code runs only in the sandbox.
 validate file *flags="":
     spadework toolworld validate {{file}} {{flags}}

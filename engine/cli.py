@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from engine.endpoints import EndpointPool, RetryPolicy
-from engine.environments import Environment, LocalWorlds, SandboxWorlds, is_model_written
+from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.llama_server import (
     ERROR_PREFIX,
     EmbeddedServer,
@@ -33,7 +33,7 @@ from engine.settings import EpisodeSettings, Mode
 from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan
 from engine.templates import CHATML_WITH_TOOLS, load_template
 from engine.transport import TransportKind
-from toolworlds.registry import UnknownWorldError
+from toolworlds.registry import UnknownWorldError, is_model_written
 from toolworlds.sandbox import SandboxPool, WorldLoadError
 
 log = structlog.get_logger()

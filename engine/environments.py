@@ -73,11 +73,6 @@ class LocalWorlds:
         return LocalEnvironment(self.world_class, self.tools, self._steps)
 
 
-def is_model_written(spec: str) -> bool:
-    """A bare `.py` path names model-written code (sandboxed); `file.py:Class` names a trusted world."""
-    return spec.endswith(".py") and ":" not in spec
-
-
 class SandboxEnvironment:
     """A model-written world in the sandbox; one per episode, opened on its worker at the first reset."""
 

@@ -18,9 +18,9 @@ import anyio
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, WorldBugError
-from toolworlds.play import Transcript, Turn
-from toolworlds.policies import ArgumentSampler
+from toolworlds.core import Finish, ToolCall, ToolWorld, WorldBugError
+from toolworlds.play import EpisodeDriver, LocalEpisode, Transcript, play_driven
+from toolworlds.policies import ArgumentSampler, OraclePolicy
 
 MAX_OBSERVATION_BYTES = 32_000
 PROBES_PER_TOOL = 3
@@ -34,18 +34,6 @@ class CheckResult:
 
 
 WorldClass = type[ToolWorld[Any]]
-
-
-class EpisodeDriver(Protocol):
-    """One episode, wherever the world runs: in this process, or in the sandbox (`SandboxEpisode`)."""
-
-    async def reset(self, seed: int) -> Task: ...
-
-    async def step(self, action: ToolCall | Finish) -> StepResult: ...
-
-    async def solution(self) -> list[ToolCall | Finish]: ...
-
-    async def close(self) -> None: ...
 
 
 class WorldDriver(Protocol):
@@ -120,14 +108,9 @@ async def gather(driver: WorldDriver, seeds: list[int]) -> Evidence:
 
 async def play_reference(episode: EpisodeDriver, seed: int) -> tuple[Transcript, list[ToolCall | Finish]]:
     """Reset to `seed` and replay the world's reference plan (then finish) until the episode ends."""
-    task = await episode.reset(seed)
-    plan = await episode.solution()
-    actions = iter(plan)
-    turns: list[Turn] = []
-    while not turns or not turns[-1].result.done:
-        action = next(actions, Finish())
-        turns.append(Turn(action=action, result=await episode.step(action)))
-    return Transcript(task=task, turns=turns, score=turns[-1].result.reward), plan
+    oracle = OraclePolicy()
+    transcript = await play_driven(episode, seed, oracle, [])
+    return transcript, oracle.plan
 
 
 async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen: Transcript | None) -> dict[str, str]:
@@ -154,25 +137,6 @@ async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen:
                 crashes[tool["name"]] = f"{json.dumps(arguments)[:200]}: {error}"
                 break
     return crashes
-
-
-class LocalEpisode:
-    """A trusted world in this process, behind the async driver interface."""
-
-    def __init__(self, world: ToolWorld[Any]) -> None:
-        self.world = world
-
-    async def reset(self, seed: int) -> Task:
-        return self.world.reset(seed)
-
-    async def step(self, action: ToolCall | Finish) -> StepResult:
-        return self.world.step(action)
-
-    async def solution(self) -> list[ToolCall | Finish]:
-        return self.world.solution()
-
-    async def close(self) -> None:
-        return None
 
 
 class LocalDriver:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -19,7 +20,9 @@ from toolworlds.core import Finish, ToolWorld
 from toolworlds.export import export_world
 from toolworlds.play import Transcript, play
 from toolworlds.policies import make_policy
-from toolworlds.registry import UnknownWorldError, available_worlds, load_world
+from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
+from toolworlds.sandbox import WorldLoadError
+from toolworlds.sandboxed import describe, play_in_sandbox
 
 toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
 console = Console()
@@ -35,7 +38,10 @@ class Transport(StrEnum):
     http = "http"
 
 
-WorldName = Annotated[str, typer.Argument(help="A world name, module:Class, or path/to/file.py:Class.")]
+WorldName = Annotated[
+    str, typer.Argument(help="A world name, module:Class or file.py:Class (trusted), or file.py (sandboxed).")
+]
+T = TypeVar("T")
 
 
 def _world(name: str) -> type[ToolWorld[Any]]:
@@ -43,6 +49,17 @@ def _world(name: str) -> type[ToolWorld[Any]]:
         return load_world(name)
     except UnknownWorldError as error:
         raise typer.BadParameter(str(error), param_hint="NAME") from None
+
+
+def _sandboxed(name: str, work: Callable[[Path], T]) -> T:
+    """Run `work` on a model-written file; a file that is missing or does not load is a usage error."""
+    path = Path(name)
+    if not path.is_file():
+        raise typer.BadParameter(f"no such file: {name}", param_hint="NAME")
+    try:
+        return work(path)
+    except WorldLoadError as error:
+        raise typer.BadParameter(f"{name} does not load in the sandbox: {error}", param_hint="NAME") from None
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -114,9 +131,12 @@ def play_command(
     show_hint: Annotated[bool, typer.Option(help="Also print the privileged hint.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the transcript as JSON.")] = False,
 ) -> None:
-    """Play one episode and print the transcript with the final score."""
-    world = _world(name)()
-    transcript = play(world, seed, make_policy(policy.value, seed))
+    """Play one episode and print the transcript with the final score (a bare FILE.py plays in the sandbox)."""
+    chosen = make_policy(policy.value, seed)
+    if is_model_written(name):
+        transcript = _sandboxed(name, lambda path: play_in_sandbox(path, seed, chosen))
+    else:
+        transcript = play(_world(name)(), seed, chosen)
     if as_json:
         typer.echo(transcript.model_dump_json(indent=2))
         return
@@ -224,8 +244,11 @@ def export(
     name: WorldName,
     out: Annotated[Path, typer.Option(help="Directory to write into (created if missing).")],
 ) -> None:
-    """Write tools.json, schemas/<tool>.{input,output}.json and openapi.json for a world."""
-    written = export_world(_world(name), out)
+    """Write tools.json, schemas/<tool>.{input,output}.json and openapi.json for a world.
+
+    A bare FILE.py is model-written: it is loaded only in the sandbox and exported from its schemas."""
+    world = _sandboxed(name, describe) if is_model_written(name) else _world(name)
+    written = export_world(world, out)
     console.print(f"wrote {len(written)} files under {out}")
 
 

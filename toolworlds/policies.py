@@ -24,11 +24,28 @@ class Policy(Protocol):
     def act(self, last: StepResult | None) -> ToolCall | Finish: ...
 
 
+class DrivenPolicy(Protocol):
+    """A policy that can also play a world it only reaches through an episode driver (the sandbox)."""
+
+    async def begin(self, episode: Any, tools: list[dict[str, Any]], task: Task) -> None: ...
+
+    def act(self, last: StepResult | None) -> ToolCall | Finish: ...
+
+
 class OraclePolicy:
-    """Replays `world.solution()`, then finishes."""
+    """Replays `world.solution()`, then finishes; `plan` keeps the plan it was given."""
+
+    plan: list[ToolCall | Finish]
 
     def start(self, world: ToolWorld[Any], task: Task) -> None:
-        self._plan = iter(world.solution())
+        self.follow(world.solution())
+
+    async def begin(self, episode: Any, tools: list[dict[str, Any]], task: Task) -> None:
+        self.follow(await episode.solution())
+
+    def follow(self, plan: list[ToolCall | Finish]) -> None:
+        self.plan = plan
+        self._plan = iter(plan)
 
     def act(self, last: StepResult | None) -> ToolCall | Finish:
         return next(self._plan, Finish())
@@ -105,7 +122,13 @@ class RandomPolicy:
         self._finish_probability = finish_probability
 
     def start(self, world: ToolWorld[Any], task: Task) -> None:
-        self._tools = world.tools()
+        self._begin([{"name": spec.name, "input_schema": spec.input_schema} for spec in world.tools()], task)
+
+    async def begin(self, episode: Any, tools: list[dict[str, Any]], task: Task) -> None:
+        self._begin(tools, task)
+
+    def _begin(self, tools: list[dict[str, Any]], task: Task) -> None:
+        self._tools = tools
         self._sampler = ArgumentSampler(self._rng, [m.strip("$") for m in _TOKEN.findall(task.instruction)])
 
     def act(self, last: StepResult | None) -> ToolCall | Finish:
@@ -113,11 +136,11 @@ class RandomPolicy:
             self._sampler.harvest(last.observation)
         if self._rng.random() < self._finish_probability:
             return Finish(answer=self._sampler.string())
-        spec = self._rng.choice(self._tools)
-        return ToolCall(name=spec.name, arguments=self._sampler.arguments(spec.input_schema))
+        tool = self._rng.choice(self._tools)
+        return ToolCall(name=tool["name"], arguments=self._sampler.arguments(tool["input_schema"]))
 
 
-def make_policy(name: str, seed: int) -> Policy:
+def make_policy(name: str, seed: int) -> OraclePolicy | RandomPolicy:
     if name == "oracle":
         return OraclePolicy()
     if name == "random":

@@ -50,6 +50,11 @@ def load_world(spec: str) -> WorldClass:
     return _check(getattr(module, attribute), spec)
 
 
+def is_model_written(spec: str) -> bool:
+    """A bare `.py` path names model-written code (run only in the sandbox); `file.py:Class` a trusted world."""
+    return spec.endswith(".py") and ":" not in spec
+
+
 def world_in_file(path: Path) -> WorldClass:
     """The one ToolWorld subclass a trusted `.py` file defines (imported in this process)."""
     module = _import_file(path)

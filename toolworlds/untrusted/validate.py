@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 
-from toolworlds.checks import CheckResult, EpisodeDriver, answer_leak_rate, check_driver
+from toolworlds.checks import CheckResult, answer_leak_rate, check_driver
+from toolworlds.play import EpisodeDriver
 from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
 from toolworlds.untrusted.extract import ExtractionError, extract_source
 from toolworlds.untrusted.policy import check_policy

@@ -1,0 +1,44 @@
+"""`toolworld play` and `export` take a model-written FILE.py and run it only in the sandbox, with the same
+results as the trusted path for the same code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from spadework.cli import app
+
+LIBRARY = "tests/worlds/library.py"
+runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
+
+
+@pytest.mark.parametrize("policy", ["oracle", "random"])
+def test_a_sandboxed_play_matches_the_trusted_play(policy: str) -> None:
+    sandboxed = runner.invoke(app, ["toolworld", "play", LIBRARY, "--seed", "3", "--policy", policy, "--json"])
+    trusted = runner.invoke(app, ["toolworld", "play", f"{LIBRARY}:LibraryWorld", "--seed", "3", "--policy", policy,
+                                  "--json"])  # fmt: skip
+    assert sandboxed.exit_code == 0 and trusted.exit_code == 0, sandboxed.output
+    assert json.loads(sandboxed.stdout) == json.loads(trusted.stdout)
+    if policy == "oracle":
+        assert json.loads(sandboxed.stdout)["score"] == 1.0
+
+
+def test_a_sandboxed_export_writes_the_same_files(tmp_path: Path) -> None:
+    for spec, out in ((LIBRARY, "sandboxed"), (f"{LIBRARY}:LibraryWorld", "trusted")):
+        assert runner.invoke(app, ["toolworld", "export", spec, "--out", str(tmp_path / out)]).exit_code == 0
+    files = sorted(p.relative_to(tmp_path / "trusted") for p in (tmp_path / "trusted").rglob("*.json"))
+    assert len(files) == 6
+    for relative in files:
+        assert (tmp_path / "sandboxed" / relative).read_text() == (tmp_path / "trusted" / relative).read_text()
+
+
+def test_a_missing_or_broken_file_is_a_usage_error(tmp_path: Path) -> None:
+    missing = runner.invoke(app, ["toolworld", "play", str(tmp_path / "absent.py")])
+    assert missing.exit_code == 2 and "no such file" in missing.output
+    broken = tmp_path / "broken.py"
+    broken.write_text("import os\nos.system('true')\n")
+    failed = runner.invoke(app, ["toolworld", "export", str(broken), "--out", str(tmp_path / "x")])
+    assert failed.exit_code == 2 and "does not load in the sandbox" in failed.output

@@ -1,0 +1,102 @@
+"""Model-written worlds for the `toolworld` commands: loaded, played and described only through the sandbox.
+
+A sandboxed world is known to this process by its schemas alone (`WorldInfo`); `DescribedWorld` gives it
+the shape the exporters read from a world class, so `export` writes the same files for both.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from toolworlds.play import Transcript, play_driven
+from toolworlds.policies import OraclePolicy, RandomPolicy
+from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo
+
+T = TypeVar("T")
+LOCAL_DEFS = "#/$defs/"
+
+
+def retarget_refs(schema: Any, ref_template: str) -> Any:
+    """A copy of `schema` whose local `#/$defs/Name` references follow `ref_template` instead."""
+    if isinstance(schema, dict):
+        moved = {key: retarget_refs(value, ref_template) for key, value in schema.items()}
+        reference = moved.get("$ref")
+        if isinstance(reference, str) and reference.startswith(LOCAL_DEFS):
+            moved["$ref"] = ref_template.format(model=reference.removeprefix(LOCAL_DEFS))
+        return moved
+    if isinstance(schema, list):
+        return [retarget_refs(item, ref_template) for item in schema]
+    return copy.copy(schema)
+
+
+class DescribedTool:
+    """A tool known by its schemas, with the reading interface of `ToolSpec` that the exporters use."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.name: str = entry["name"]
+        self.description: str = entry.get("description", "")
+        self.input_schema: dict[str, Any] = entry["input_schema"]
+        self.output_schema: dict[str, Any] = entry["output_schema"]
+
+    @property
+    def required_arguments(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+    def input_schema_with_refs(self, ref_template: str) -> dict[str, Any]:
+        return retarget_refs(self.input_schema, ref_template)  # type: ignore[no-any-return]
+
+    def output_schema_with_refs(self, ref_template: str) -> dict[str, Any]:
+        return retarget_refs(self.output_schema, ref_template)  # type: ignore[no-any-return]
+
+    def openai_function(self) -> dict[str, Any]:
+        function = {"name": self.name, "description": self.description, "parameters": self.input_schema}
+        return {"type": "function", "function": function}
+
+
+class DescribedWorld:
+    """A sandboxed world as the exporters see a world class: name, description, tools."""
+
+    def __init__(self, info: WorldInfo) -> None:
+        self.name = info.name
+        self.description = info.description
+        self.max_steps = info.max_steps
+        self._tools = [DescribedTool(entry) for entry in info.tools]
+
+    def tools(self) -> list[DescribedTool]:
+        return list(self._tools)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return [tool.openai_function() for tool in self._tools]
+
+
+def in_sandbox(path: Path, work: Callable[[SandboxPool, WorldInfo], Awaitable[T]]) -> T:
+    """Load `path` into a one-worker sandbox, run `work` on it, and tear the sandbox down."""
+
+    async def run() -> T:
+        async with SandboxPool(SandboxSettings(workers=1)) as pool:
+            return await work(pool, await pool.load(path.read_text(errors="replace"), path.name))
+
+    return anyio.run(run)
+
+
+def describe(path: Path) -> DescribedWorld:
+    async def read(pool: SandboxPool, world: WorldInfo) -> DescribedWorld:
+        return DescribedWorld(world)
+
+    return in_sandbox(path, read)
+
+
+def play_in_sandbox(path: Path, seed: int, policy: OraclePolicy | RandomPolicy) -> Transcript:
+    async def play(pool: SandboxPool, world: WorldInfo) -> Transcript:
+        episode = await pool.open(world)
+        try:
+            return await play_driven(episode, seed, policy, world.tools)
+        finally:
+            await episode.close()
+
+    return in_sandbox(path, play)
