@@ -257,13 +257,78 @@ def _record_document(record: Any, where: str, text_field: str, title_field: str 
     return Document(source=where, title=str(title) if title is not None else "", text=text)
 
 
+HF_PREFIX, HF_STREAM_PREFIX = "hf:", "hf-stream:"
+STREAM_WINDOW = 10_000
+
+
+class DatasetSource:
+    """A Hugging Face `datasets` dataset with random access (a saved directory, or a hub dataset in the cache).
+
+    `hf:DIR` loads a `save_to_disk` directory; `hf:NAME[@SPLIT]` a hub dataset (downloaded once when the user
+    has network; from the local cache otherwise). Sampling is uniform over its rows.
+    """
+
+    def __init__(self, dataset: Any, name: str, text_field: str = "text", title_field: str = "title") -> None:
+        if text_field not in dataset.column_names:
+            columns = ", ".join(dataset.column_names)
+            raise CorpusError(f"{name}: no column {text_field!r} (columns: {columns}); pass --text-field")
+        self.dataset, self.name = dataset, name
+        self.text_field, self.title_field = text_field, title_field
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def document(self, index: int) -> Document:
+        row = self.dataset[index]
+        title = str(row.get(self.title_field) or f"row {index}")
+        return Document(source=f"{self.name}#{index}", title=title, text=str(row[self.text_field]))
+
+
+def _split(spec: str) -> tuple[str, str]:
+    name, _, split = spec.partition("@")
+    return name, split or "train"
+
+
+def open_hf_source(spec: str, text_field: str = "text", window: int = STREAM_WINDOW) -> Source:
+    """`hf:DIR`, `hf:NAME[@SPLIT]`, or `hf-stream:NAME|FILE[@SPLIT]`.
+
+    A stream has no length, so uniform sampling over all of it is impossible without reading it whole:
+    `hf-stream:` reads the first `window` rows of a shuffled stream (shuffle buffer of the same size) and
+    samples uniformly among them. FILE is a local .jsonl/.json/.csv/.parquet file, streamed the same way.
+    """
+    try:
+        import datasets
+    except ImportError:
+        raise CorpusError("Hugging Face corpora need the datasets package: pip install 'spadework[hf]'") from None
+    streaming = spec.startswith(HF_STREAM_PREFIX)
+    name, split = _split(spec.removeprefix(HF_STREAM_PREFIX if streaming else HF_PREFIX))
+    try:
+        if not streaming and Path(name).is_dir():
+            loaded = datasets.load_from_disk(name)
+            dataset = loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
+            return DatasetSource(dataset, spec, text_field)
+        builder = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}.get(Path(name).suffix)
+        arguments = {"path": builder, "data_files": name} if builder else {"path": name}
+        if not streaming:
+            return DatasetSource(datasets.load_dataset(**arguments, split=split), spec, text_field)
+        stream = datasets.load_dataset(**arguments, split=split, streaming=True)
+        rows = list(stream.shuffle(seed=0, buffer_size=window).take(window))
+        return DatasetSource(datasets.Dataset.from_list(rows), spec, text_field)
+    except CorpusError:
+        raise
+    except Exception as error:  # datasets raises many kinds: missing, offline, bad split, bad file
+        raise CorpusError(f"cannot open {spec!r}: {type(error).__name__}: {error}") from None
+
+
 def open_source(spec: str, text_field: str = "text") -> Source:
-    """`builtin`, a `.jsonl` or `.parquet` file, or a folder of text files."""
+    """`builtin`, a `.jsonl` or `.parquet` file, a folder of text files, or a Hugging Face dataset (`hf:...`)."""
     if spec == "builtin":
         return BuiltinSource()
+    if spec.startswith((HF_PREFIX, HF_STREAM_PREFIX)):
+        return open_hf_source(spec, text_field)
     path = Path(spec).expanduser()
     if not path.exists():
-        raise CorpusError(f"no corpus at {spec!r}: give a .jsonl or .parquet file, a folder, or 'builtin'")
+        raise CorpusError(f"no corpus at {spec!r}: give a .jsonl or .parquet file, a folder, hf:NAME, or 'builtin'")
     if path.is_dir():
         return FolderSource(path)
     if path.suffix == ".jsonl":

@@ -17,6 +17,7 @@ from trainers.corpus import (
     BuiltinSource,
     Corpus,
     CorpusError,
+    Document,
     JsonLinesSource,
     ParquetSource,
     approximate_tokens,
@@ -104,3 +105,23 @@ def test_cli_samples_as_json() -> None:
     assert done.returncode == 0, done.stderr
     drawn = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(drawn) == 2 and all(approximate_tokens(d["text"]) <= 64 and d["source"] for d in drawn)
+
+
+def test_hugging_face_datasets_saved_hub_style_and_streamed(tmp_path: Path) -> None:
+    import datasets
+
+    rows = {"text": [f"Document number {i}." for i in range(40)], "title": [f"T{i}" for i in range(40)]}
+    datasets.Dataset.from_dict(rows).save_to_disk(str(tmp_path / "saved"))
+    saved = open_source(f"hf:{tmp_path / 'saved'}")
+    assert len(saved) == 40 and saved.document(7) == Document(f"hf:{tmp_path / 'saved'}#7", "T7", "Document number 7.")
+    drawn = Counter(Corpus(saved).sample(random.Random(seed)).title for seed in range(2000))
+    assert len(drawn) == 40 and max(drawn.values()) < 2.5 * min(drawn.values())  # uniform over the rows
+
+    lines = tmp_path / "stream.jsonl"
+    lines.write_text("".join(json.dumps({"body": text}) + "\n" for text in rows["text"]))
+    streamed = open_source(f"hf-stream:{lines}", text_field="body")
+    assert sorted(streamed.document(i).text for i in range(len(streamed))) == sorted(rows["text"])
+    with pytest.raises(CorpusError, match="no column 'text'"):
+        open_source(f"hf-stream:{lines}")
+    with pytest.raises(CorpusError, match="cannot open"):
+        open_source(f"hf:{tmp_path / 'absent'}@train")
