@@ -42,3 +42,28 @@ def test_a_missing_or_broken_file_is_a_usage_error(tmp_path: Path) -> None:
     broken.write_text("import os\nos.system('true')\n")
     failed = runner.invoke(app, ["toolworld", "export", str(broken), "--out", str(tmp_path / "x")])
     assert failed.exit_code == 2 and "does not load in the sandbox" in failed.output
+
+
+def test_a_sandboxed_world_serves_the_session_api() -> None:
+    from starlette.testclient import TestClient
+
+    from toolworlds.sandboxed import describe, sandboxed_app
+
+    path = Path(LIBRARY)
+    with TestClient(sandboxed_app(path, describe(path))) as client:
+        created = client.post("/sessions", json={"seed": 3, "include_hint": True})
+        assert created.status_code == 201
+        session = created.json()["session_id"]
+        assert created.json()["task"]["hint"]
+        wanted = created.json()["task"]["instruction"].split("'")[1]
+        found = client.post(f"/sessions/{session}/tools/search", json={"title": wanted}).json()
+        book = found["observation"][0]["book_id"]
+        assert client.post(f"/sessions/{session}/tools/borrow", json={}).status_code == 422  # schema says required
+        assert client.post(f"/sessions/{session}/tools/borrow", json={"book_id": book}).status_code == 200
+        finished = client.post(f"/sessions/{session}/finish").json()
+        assert finished["reward"] == 1.0 and finished["terminated"]
+        assert client.post(f"/sessions/{session}/finish").status_code == 409
+        assert client.get(f"/sessions/{session}/score").json() == {
+            "score": 1.0, "done": True, "steps": 3, "scorecard": "+ borrowed the book"}  # fmt: skip
+        assert client.get(f"/sessions/{session}/snapshot").json()["state"]["books"][book]["on_loan"] is True
+        assert client.get("/openapi.json").json()["info"]["title"] == "spadework toolworld: library"

@@ -8,30 +8,39 @@ from tests.worlds.library import LibraryWorld
 from toolworlds.core import Finish
 from toolworlds.sessions import SessionError, SessionStore
 
+pytestmark = pytest.mark.anyio
 
-def test_full_store_drops_a_finished_session_never_a_live_one() -> None:
-    store = SessionStore(LibraryWorld, capacity=2)
-    first, _ = store.create(seed=1)
-    second, _ = store.create(seed=2)
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_full_store_drops_a_finished_session_never_a_live_one() -> None:
+    store = SessionStore.in_process(LibraryWorld, capacity=2)
+    first, _ = await store.create(seed=1)
+    second, _ = await store.create(seed=2)
     with pytest.raises(SessionError) as refused:
-        store.create(seed=3)
+        await store.create(seed=3)
     assert refused.value.status == 503 and "still playing" in refused.value.message
 
-    store.step(first, Finish())
-    third, _ = store.create(seed=3)
+    await store.step(first, Finish())
+    third, _ = await store.create(seed=3)
     assert len(store) == 2
     with pytest.raises(SessionError) as gone:
         store.get(first)
     assert gone.value.status == 404
-    assert store.get(second).world.task.seed == 2 and store.get(third).world.task.seed == 3
+    assert store.get(second).public_task.seed == 2 and store.get(third).public_task.seed == 3
 
 
-def test_hint_only_on_request_and_finished_sessions_refuse_steps() -> None:
-    store = SessionStore(LibraryWorld)
-    session, task = store.create(seed=5)
+async def test_hint_only_on_request_and_finished_sessions_refuse_steps() -> None:
+    store = SessionStore.in_process(LibraryWorld)
+    session, task = await store.create(seed=5)
     assert task.hint is None
-    assert store.create(seed=5, include_hint=True)[1].hint == LibraryWorld().reset(5).hint
-    store.step(session, Finish())
+    assert (await store.create(seed=5, include_hint=True))[1].hint == LibraryWorld().reset(5).hint
+    await store.step(session, Finish())
     with pytest.raises(SessionError) as over:
-        store.step(session, Finish())
+        await store.step(session, Finish())
     assert over.value.status == 409 and over.value.code == "episode_over"
+    report = await store.score(session)
+    assert report.done and report.steps == 1 and report.score == 0.0

@@ -264,6 +264,16 @@ def serve(
     """Serve a world: the HTTP session API that openapi.json describes, or MCP (stdio / streamable HTTP)."""
     from toolworlds.serving import serve_asgi, serve_mcp_stdio
 
+    if is_model_written(name):
+        if mcp:
+            raise typer.BadParameter("MCP serving of a model-written world is not supported yet; serve its session "
+                                     "API (without --mcp)", param_hint="--mcp")  # fmt: skip
+        from toolworlds.sandboxed import sandboxed_app
+
+        described = _sandboxed(name, describe)
+        app = sandboxed_app(Path(name), described, capacity)
+        serve_asgi(app, host, port, f"{described.name} session API (sandboxed)")
+        return
     world = _world(name)
     if mcp and transport is Transport.stdio:
         serve_mcp_stdio(world)

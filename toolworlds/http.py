@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Lifespan
 
 from toolworlds.core import ACTION_ADAPTER, Finish, ToolWorld, error_observation
 from toolworlds.export import CreateSession, FinishRequest, Health, SessionCreated, SessionView, openapi_document
-from toolworlds.sessions import SessionError, SessionStore
+from toolworlds.sessions import EpisodeFactory, SessionError, SessionStore
 from toolworlds.tool import ArgumentProblem, listing, problems_in
 
 M = TypeVar("M", bound=BaseModel)
+
+
+class ServedTool(Protocol):
+    name: str
+
+    @property
+    def required_arguments(self) -> tuple[str, ...]: ...
+    def validate(self, arguments: object) -> tuple[Any, list[ArgumentProblem]]: ...
+
+
+class ServedWorld(Protocol):
+    """A world as the server reads it: a `ToolWorld` class, or a sandboxed world's `DescribedWorld`."""
+
+    name: str
+    description: str
+
+    def tools(self) -> list[Any]: ...
+    def openai_tools(self) -> list[dict[str, Any]]: ...
 
 
 def _error(status: int, code: str, message: str, fields: list[ArgumentProblem] | None = None) -> JSONResponse:
@@ -58,11 +77,26 @@ class _Invalid(Exception):
         self.fields = fields
 
 
-def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette:
-    """An ASGI app serving sessions of `world`; each session is an independent episode."""
-    store = SessionStore(world, capacity)
+def create_app(
+    world: ServedWorld | type[ToolWorld[Any]],
+    capacity: int = 10_000,
+    *,
+    episodes: EpisodeFactory | None = None,
+    lifespan: Lifespan[Starlette] | None = None,
+) -> Starlette:
+    """An ASGI app serving sessions of `world`; each session is an independent episode.
+
+    A trusted world class plays in this process; a sandboxed world passes `episodes` (which opens episodes in
+    the sandbox) and the `lifespan` that starts and stops its pool.
+    """
+    if episodes is None:
+        assert isinstance(world, type), "a described (sandboxed) world needs an episode factory"
+        store = SessionStore.in_process(world, capacity)
+    else:
+        store = SessionStore(episodes, capacity)
     document = openapi_document(world)
     tools = world.openai_tools()
+    specs = {spec.name: spec for spec in world.tools()}
 
     async def health(request: Request) -> Response:
         return _ok(Health(status="ok", world=world.name, sessions=len(store)))
@@ -75,31 +109,28 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
 
     async def create_session(request: Request) -> Response:
         wanted = _parse(CreateSession, await _json_object(request, required=True))
-        session_id, task = store.create(wanted.seed, wanted.include_hint)
+        session_id, task = await store.create(wanted.seed, wanted.include_hint)
         return _ok(SessionCreated(session_id=session_id, task=task), status=201)
 
     async def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         found = store.get(session_id)
         if request.method == "DELETE":
-            store.delete(session_id)
+            await store.delete(session_id)
             return Response(status_code=204)
-        view = SessionView(
-            session_id=session_id, task=found.public_task, steps=found.world.steps_taken, done=found.world.done
-        )
-        return _ok(view)
+        return _ok(SessionView(session_id=session_id, task=found.public_task, steps=found.steps, done=found.done))
 
     async def call_tool(request: Request) -> Response:
         session_id, name = request.path_params["session_id"], request.path_params["tool"]
         store.get(session_id)
-        spec = world.tool_specs.get(name)
+        spec = specs.get(name)
         if spec is None:
             raise SessionError(404, "unknown_tool", f"{world.name} has no tool {name!r}; GET /tools lists them")
         arguments = await _json_object(request, required=bool(spec.required_arguments))
         parsed, problems = spec.validate(arguments)
         if parsed is None:
             raise _Invalid(f"invalid arguments for {name}", problems)
-        return _ok(store.call_tool(session_id, name, arguments))
+        return _ok(await store.call_tool(session_id, name, arguments))
 
     async def step(request: Request) -> Response:
         data = await _json_object(request, required=True)
@@ -107,19 +138,19 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
             action = ACTION_ADAPTER.validate_python(data)
         except ValidationError as error:
             raise _Invalid("invalid action", problems_in(error)) from None
-        return _ok(store.step(request.path_params["session_id"], action))
+        return _ok(await store.step(request.path_params["session_id"], action))
 
     async def finish(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         store.get(session_id)
         wanted = _parse(FinishRequest, await _json_object(request, required=False))
-        return _ok(store.step(session_id, Finish(answer=wanted.answer)))
+        return _ok(await store.step(session_id, Finish(answer=wanted.answer)))
 
     async def score(request: Request) -> Response:
-        return _ok(store.score(request.path_params["session_id"]))
+        return _ok(await store.score(request.path_params["session_id"]))
 
     async def snapshot(request: Request) -> Response:
-        return JSONResponse(store.get(request.path_params["session_id"]).world.snapshot())
+        return JSONResponse(await store.snapshot(request.path_params["session_id"]))
 
     async def on_session_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, SessionError)
@@ -150,4 +181,4 @@ def create_app(world: type[ToolWorld[Any]], capacity: int = 10_000) -> Starlette
         Route("/sessions/{session_id}/snapshot", snapshot, methods=["GET"]),
     ]
     handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error}
-    return Starlette(routes=routes, exception_handlers=handlers)
+    return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)

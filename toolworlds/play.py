@@ -41,6 +41,13 @@ class LocalEpisode:
     async def solution(self) -> list[ToolCall | Finish]:
         return self.world.solution()
 
+    async def grade(self) -> tuple[float, str]:
+        card = self.world.grade()
+        return card.score, card.summary()
+
+    async def snapshot(self) -> dict[str, Any]:
+        return self.world.snapshot()
+
     async def close(self) -> None:
         return None
 

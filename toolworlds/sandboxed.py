@@ -7,15 +7,20 @@ the shape the exporters read from a world class, so `export` writes the same fil
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+from jsonschema import Draft202012Validator
+from starlette.applications import Starlette
 
 from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import OraclePolicy, RandomPolicy
 from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo
+from toolworlds.sessions import HostedEpisode
+from toolworlds.tool import ArgumentProblem, schema_problems
 
 T = TypeVar("T")
 LOCAL_DEFS = "#/$defs/"
@@ -42,6 +47,7 @@ class DescribedTool:
         self.description: str = entry.get("description", "")
         self.input_schema: dict[str, Any] = entry["input_schema"]
         self.output_schema: dict[str, Any] = entry["output_schema"]
+        self._validator = Draft202012Validator(self.input_schema)
 
     @property
     def required_arguments(self) -> tuple[str, ...]:
@@ -52,6 +58,14 @@ class DescribedTool:
 
     def output_schema_with_refs(self, ref_template: str) -> dict[str, Any]:
         return retarget_refs(self.output_schema, ref_template)  # type: ignore[no-any-return]
+
+    def validate(self, arguments: object) -> tuple[dict[str, Any] | None, list[ArgumentProblem]]:
+        """The schema's verdict on arguments (the world's own pydantic checks run in the sandbox, at the step)."""
+        if not isinstance(arguments, dict):
+            kind = type(arguments).__name__
+            return None, [ArgumentProblem(field="(arguments)", problem=f"must be a JSON object, got {kind}")]
+        problems = schema_problems(self._validator, arguments)
+        return (None, problems) if problems else (arguments, [])
 
     def openai_function(self) -> dict[str, Any]:
         function = {"name": self.name, "description": self.description, "parameters": self.input_schema}
@@ -100,3 +114,26 @@ def play_in_sandbox(path: Path, seed: int, policy: OraclePolicy | RandomPolicy) 
             await episode.close()
 
     return in_sandbox(path, play)
+
+
+def sandboxed_app(path: Path, world: DescribedWorld, capacity: int = 10_000) -> Starlette:
+    """The HTTP session API of a model-written world: each session is an episode in a sandbox worker.
+
+    The pool lives as long as the app (its lifespan); the world is loaded into it again at start-up.
+    """
+    from toolworlds.http import create_app
+
+    source = path.read_text(errors="replace")
+    running: dict[str, Any] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with SandboxPool() as pool:
+            running["pool"], running["world"] = pool, await pool.load(source, path.name)
+            yield
+
+    async def episodes() -> HostedEpisode:
+        episode: HostedEpisode = await running["pool"].open(running["world"])
+        return episode
+
+    return create_app(world, capacity, episodes=episodes, lifespan=lifespan)

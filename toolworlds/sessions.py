@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+import anyio
 from pydantic import BaseModel, Field, JsonValue
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
+from toolworlds.play import LocalEpisode
 
 
 class SessionError(Exception):
@@ -55,31 +58,60 @@ class ScoreReport(BaseModel):
         return cls(score=card.score, done=world.done, steps=world.steps_taken, scorecard=card.summary())
 
 
+class HostedEpisode(Protocol):
+    """One session's episode: a trusted world in this process (`LocalEpisode`) or a `SandboxEpisode`."""
+
+    async def reset(self, seed: int) -> Task: ...
+
+    async def step(self, action: ToolCall | Finish) -> StepResult: ...
+
+    async def grade(self) -> tuple[float, str]: ...
+
+    async def snapshot(self) -> dict[str, Any]: ...
+
+    async def close(self) -> None: ...
+
+
 @dataclass
 class Session:
-    world: ToolWorld[Any]
+    episode: HostedEpisode
     public_task: PublicTask
+    steps: int = 0
+    done: bool = False
+    lock: anyio.Lock = field(default_factory=anyio.Lock)  # one step at a time, so `done` is never stale
+
+
+EpisodeFactory = Callable[[], Awaitable[HostedEpisode]]
 
 
 class SessionStore:
     """Holds up to `capacity` sessions. When full, the least recently used *finished* one makes room;
     live episodes are never dropped: creating one more is refused instead."""
 
-    def __init__(self, world_class: type[ToolWorld[Any]], capacity: int = 10_000) -> None:
-        self.world_class = world_class
+    def __init__(self, episodes: EpisodeFactory, capacity: int = 10_000) -> None:
+        self.episodes = episodes
         self.capacity = capacity
         self._sessions: OrderedDict[str, Session] = OrderedDict()
+
+    @classmethod
+    def in_process(cls, world_class: type[ToolWorld[Any]], capacity: int = 10_000) -> SessionStore:
+        """Sessions of a trusted world class, each a fresh instance in this process."""
+
+        async def fresh() -> HostedEpisode:
+            return LocalEpisode(world_class())
+
+        return cls(fresh, capacity)
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def create(self, seed: int, include_hint: bool = False) -> tuple[str, PublicTask]:
+    async def create(self, seed: int, include_hint: bool = False) -> tuple[str, PublicTask]:
         if len(self._sessions) >= self.capacity:
-            self._evict_one_finished()
-        world = self.world_class()
-        public = PublicTask.of(world.reset(seed), include_hint)
+            await self._evict_one_finished()
+        episode = await self.episodes()
+        public = PublicTask.of(await episode.reset(seed), include_hint)
         session_id = secrets.token_urlsafe(12)
-        self._sessions[session_id] = Session(world=world, public_task=public)
+        self._sessions[session_id] = Session(episode=episode, public_task=public)
         return session_id, public
 
     def get(self, session_id: str) -> Session:
@@ -89,27 +121,38 @@ class SessionStore:
         self._sessions.move_to_end(session_id)
         return session
 
-    def step(self, session_id: str, action: ToolCall | Finish) -> StepResult:
+    async def step(self, session_id: str, action: ToolCall | Finish) -> StepResult:
         """Apply an action; a finished session refuses further actions with 409 instead of stepping."""
-        world = self.get(session_id).world
-        if world.done:
-            message = "the episode has ended; read its score or create a new session"
-            raise SessionError(409, "episode_over", message)
-        return world.step(action)
+        session = self.get(session_id)
+        async with session.lock:
+            if session.done:
+                message = "the episode has ended; read its score or create a new session"
+                raise SessionError(409, "episode_over", message)
+            result = await session.episode.step(action)
+            session.steps += 1
+            session.done = result.done
+        return result
 
-    def call_tool(self, session_id: str, name: str, arguments: dict[str, JsonValue]) -> StepResult:
-        return self.step(session_id, ToolCall(name=name, arguments=arguments))
+    async def call_tool(self, session_id: str, name: str, arguments: dict[str, JsonValue]) -> StepResult:
+        return await self.step(session_id, ToolCall(name=name, arguments=arguments))
 
-    def score(self, session_id: str) -> ScoreReport:
-        return ScoreReport.of(self.get(session_id).world)
+    async def score(self, session_id: str) -> ScoreReport:
+        session = self.get(session_id)
+        score, summary = await session.episode.grade()
+        return ScoreReport(score=score, done=session.done, steps=session.steps, scorecard=summary)
 
-    def delete(self, session_id: str) -> None:
-        self.get(session_id)
+    async def snapshot(self, session_id: str) -> dict[str, Any]:
+        return await self.get(session_id).episode.snapshot()
+
+    async def delete(self, session_id: str) -> None:
+        session = self.get(session_id)
         del self._sessions[session_id]
+        await session.episode.close()
 
-    def _evict_one_finished(self) -> None:
+    async def _evict_one_finished(self) -> None:
         for session_id, session in self._sessions.items():
-            if session.world.done:
+            if session.done:
                 del self._sessions[session_id]
+                await session.episode.close()
                 return
         raise SessionError(503, "too_many_sessions", f"all {self.capacity} sessions are still playing; finish some")

@@ -94,12 +94,9 @@ class ToolSpec:
             return None, [ArgumentProblem(field="(arguments)", problem=f"must be a JSON object, got {kind}")]
         # The JSON Schema the agent was shown is the contract, so it decides what is valid ("5" is not an
         # integer, 20.0 is); pydantic then converts, and checks what a schema cannot say.
-        problems: dict[str, ArgumentProblem] = {}
-        for error in self._input_validator.iter_errors(arguments):
-            for problem in _named(error):
-                problems.setdefault(problem.field, problem)  # one per field: a bad enum is also a bad type
+        problems = schema_problems(self._input_validator, arguments)
         if problems:
-            return None, list(problems.values())
+            return None, problems
         try:
             return self.arguments.model_validate(arguments), []
         except ValidationError as error:
@@ -116,6 +113,15 @@ class ToolSpec:
     def dump_result(self, value: object) -> Any:
         """The JSON form of a tool's return value, as its output schema describes it."""
         return self.returns.dump_python(value, mode="json")
+
+
+def schema_problems(validator: Draft202012Validator, arguments: dict[str, Any]) -> list[ArgumentProblem]:
+    """What a tool's input schema finds wrong with `arguments`, one problem per argument."""
+    problems: dict[str, ArgumentProblem] = {}
+    for error in validator.iter_errors(arguments):
+        for problem in _named(error):
+            problems.setdefault(problem.field, problem)  # one per field: a bad enum is also a bad type
+    return list(problems.values())
 
 
 def listing(problems: list[ArgumentProblem]) -> str:
