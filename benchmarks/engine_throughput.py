@@ -15,7 +15,7 @@ RSS minus the RSS after the client's set-up, for (a) after a 20-episode warm-up 
 most episodes in play at once: all of them for (b) and (c), which start everything together; for (a),
 counted from reset to end, fewer when early episodes end before the last world is reset); and the ratios
 a/b and a/c. (a) and (b) run `--repeats` times, alternating, and the
-median run is shown: this machine is noisy. `--world tests/worlds/library.py:LibraryWorld` (a world whose
+median run is shown: this machine is noisy. `--world toolworlds/examples/library.py:LibraryWorld` (a world whose
 steps cost ~20 us) isolates the engine's own cost from the world's.
 
     python benchmarks/engine_throughput.py --concurrency 1000 5000 10000 --latency 0.05

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from toolworlds.core import ToolCall, ToolWorld
+from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 
@@ -58,9 +59,8 @@ class EchoWorld(ToolWorld[Counter]):
     def solution(self) -> list[ToolCall | Finish]:
         return [call("echo", value=7), Finish()]
 '''
-LIBRARY_FILE = Path(__file__).resolve().parents[1] / "tests" / "worlds" / "library.py"
 WORLDS = {"echo": (ECHO_WORLD, ToolCall(name="echo", arguments={"value": 7})),
-          "library": (LIBRARY_FILE.read_text(), ToolCall(name="search", arguments={"title": "e"}))}  # fmt: skip
+          "library": (EXAMPLE_WORLD, ToolCall(name="search", arguments={"title": "e"}))}  # fmt: skip
 
 
 def in_process_median(source: str, action: ToolCall, steps: int, scratch: Path) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
-from collections.abc import Callable
-from contextlib import AsyncExitStack, ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -95,12 +95,7 @@ def rollout(
     if run_id is None:
         run_id = read_plan(out).get("run") if (out / PLAN_FILE).exists() else None
         run_id = run_id or uuid.uuid4().hex[:12]
-    served = None
-    if not endpoint:
-        try:
-            served = ServerSettings(model=resolve_gguf(local_model), parallel=local_parallel)
-        except ModelNotFoundError as error:
-            raise typer.BadParameter(str(error), param_hint="--local-model") from None
+    served = embedded_unless(endpoint, local_model, local_parallel)
     if mode == "tokens":
         if tokenizer is None and served is not None:
             tokenizer = str(served.model)  # the served model's own tokenizer, with the server's template
@@ -156,11 +151,7 @@ def rollout(
     interrupted = False
     with ExitStack() as stack:
         stack.enter_context(store)
-        if served is not None:
-            try:
-                endpoint = [stack.enter_context(EmbeddedServer(served)).base_url]
-            except ServerStartError as error:
-                raise typer.BadParameter(str(error), param_hint="--local-model") from None
+        endpoint = stack.enter_context(endpoint_urls(endpoint, served))
         stack.enter_context(live_progress(stats, console, progress and console.is_terminal))
         try:
             anyio.run(main, endpoint, backend=backend)
@@ -172,6 +163,30 @@ def rollout(
     log.info("rollout finished" if not interrupted else "rollout interrupted", run=run_id, stored=len(store.finished))
     if interrupted:
         raise typer.Exit(130)
+
+
+def embedded_unless(endpoints: list[str], local_model: str, parallel: int) -> ServerSettings | None:
+    """The embedded server to start when no endpoint is given; a missing model is a usage error."""
+    if endpoints:
+        return None
+    try:
+        return ServerSettings(model=resolve_gguf(local_model), parallel=parallel)
+    except ModelNotFoundError as error:
+        raise typer.BadParameter(str(error), param_hint="--local-model") from None
+
+
+@contextmanager
+def endpoint_urls(endpoints: list[str], served: ServerSettings | None) -> Iterator[list[str]]:
+    """The endpoints given, or the embedded server's URL while it runs (started and stopped here)."""
+    if served is None:
+        yield list(endpoints)
+        return
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(EmbeddedServer(served))
+        except ServerStartError as error:
+            raise typer.BadParameter(str(error), param_hint="--local-model") from None
+        yield [server.base_url]
 
 
 def mock_server(

@@ -7,9 +7,9 @@ from typer.testing import CliRunner
 
 from spadework.cli import app
 from tests.worlds import flawed
-from tests.worlds.library import LibraryWorld
 from toolworlds.checks import CHECKS, check_world
 from toolworlds.core import ToolWorld
+from toolworlds.examples.library import LibraryWorld
 
 
 def test_a_sound_world_passes_every_check() -> None:
@@ -36,7 +36,7 @@ def test_each_flaw_fails_its_own_check(world: type[ToolWorld[object]], failing: 
 
 def test_check_command_exits_nonzero_on_a_flaw() -> None:
     runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
-    good = runner.invoke(app, ["toolworld", "check", "tests/worlds/library.py:LibraryWorld", "--seeds", "20"])
+    good = runner.invoke(app, ["toolworld", "check", "toolworlds/examples/library.py:LibraryWorld", "--seeds", "20"])
     assert good.exit_code == 0 and "FAIL" not in good.output
     bad = runner.invoke(app, ["toolworld", "check", "tests/worlds/flawed.py:FreeLunch", "--seeds", "20"])
     assert bad.exit_code == 1 and "FAIL" in bad.output

@@ -42,7 +42,7 @@ def test_play_as_json_is_the_whole_transcript() -> None:
 
 
 def test_a_world_from_a_file_plays_without_packaging() -> None:
-    result = runner.invoke(app, ["toolworld", "play", "tests/worlds/library.py:LibraryWorld", "--seed", "1"])
+    result = runner.invoke(app, ["toolworld", "play", "toolworlds/examples/library.py:LibraryWorld", "--seed", "1"])
     assert result.exit_code == 0, result.output
     assert "score 1.000" in result.output
 

@@ -11,9 +11,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, StringConstraints
 
-from tests.worlds.library import LibraryWorld
 from toolworlds import Brief, Finish, Scorecard, ToolCall, ToolWorld, WorldBugError, call, tool
 from toolworlds.core import replay
+from toolworlds.examples.library import LibraryWorld
 from toolworlds.records import SequentialIds
 from toolworlds.scoring import mentions_amount, numbers_in
 
@@ -26,7 +26,7 @@ def world() -> LibraryWorld:
 
 
 def test_example_world_is_well_under_sixty_lines() -> None:
-    source = Path("tests/worlds/library.py").read_text().splitlines()
+    source = Path("toolworlds/examples/library.py").read_text().splitlines()
     code = [line for line in source if line.strip() and not line.strip().startswith(("#", '"""'))]
     assert len(code) < 60
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from spadework.cli import app
 
-LIBRARY = "tests/worlds/library.py"
+LIBRARY = "toolworlds/examples/library.py"
 runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.worlds.library import LibraryWorld
 from toolworlds.core import Finish
+from toolworlds.examples.library import LibraryWorld
 from toolworlds.sessions import SessionError, SessionStore
 
 pytestmark = pytest.mark.anyio

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 
+from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.untrusted import ExtractionError, check_policy, extract_source, repair
 
-LIBRARY = (Path(__file__).parent / "worlds" / "library.py").read_text()
+LIBRARY = EXAMPLE_WORLD
 
 HOSTILE = {
     "import os": "import not allowed",

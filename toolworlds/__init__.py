@@ -1,6 +1,6 @@
 """Toolworlds: executable environments an agent solves by calling tools.
 
-Write one by subclassing `ToolWorld`; see `toolworlds.core` for the contract and `tests/worlds/library.py`
+Write one by subclassing `ToolWorld`; see `toolworlds.core` for the contract and `toolworlds/examples/library.py`
 for a complete small world.
 """
 

@@ -22,7 +22,7 @@ from engine.templates import load_template
 from tests.engine.conftest import play
 from toolworlds.registry import load_world
 
-LIBRARY = "tests/worlds/library.py:LibraryWorld"
+LIBRARY = "toolworlds/examples/library.py:LibraryWorld"
 
 
 @pytest.fixture

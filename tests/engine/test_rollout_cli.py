@@ -109,7 +109,7 @@ def test_an_unreachable_endpoint_marks_episodes_not_the_run(tmp_path: Path) -> N
 def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
     """`--world file.py` (no class) is untrusted: loaded and played only in sandbox workers."""
     world = tmp_path / "library.py"
-    world.write_text(Path("tests/worlds/library.py").read_text())
+    world.write_text(Path("toolworlds/examples/library.py").read_text())
     with mock_model("--world", f"{world}:LibraryWorld") as url:  # the mock knows the oracle plan; it is no engine
         command = [*SPADEWORK, "rollout", "--world", str(world), "--endpoint", url, "--out", str(tmp_path / "run"),
                    "--no-progress", "--tasks", "6", "--hints", "both"]  # fmt: skip
@@ -123,7 +123,7 @@ def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
 
 def test_a_model_written_file_that_does_not_load_is_a_clear_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
-    broken.write_text(Path("tests/worlds/library.py").read_text() + "\nraise RuntimeError('no luck')\n")
+    broken.write_text(Path("toolworlds/examples/library.py").read_text() + "\nraise RuntimeError('no luck')\n")
     completed = run([*SPADEWORK, "rollout", "--world", str(broken), "--endpoint", "http://127.0.0.1:9/v1",
                      "--out", str(tmp_path / "run"), "--no-progress"])  # fmt: skip
     assert completed.returncode == 2

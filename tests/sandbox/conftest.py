@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
+from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.sandbox import Deadlines, SandboxPool, SandboxSettings
 
-LIBRARY_SOURCE = (Path(__file__).parents[1] / "worlds" / "library.py").read_text()
+LIBRARY_SOURCE = EXAMPLE_WORLD
 # Short, so hangs cost little, yet long enough not to flake on a busy 2-core CI machine.
 FAST_DEADLINES = Deadlines(load=5.0, reset=2.0, step=2.0, grade=2.0, other=2.0)
 

@@ -41,7 +41,7 @@ RAISES_IN_SEARCH = LIBRARY_SOURCE.replace(
 
 async def test_a_sandboxed_world_plays_exactly_as_in_process(pool: SandboxPool) -> None:
     world = await pool.load(LIBRARY_SOURCE, "library.py")
-    local = load_world("tests/worlds/library.py:LibraryWorld")
+    local = load_world("toolworlds/examples/library.py:LibraryWorld")
     assert world.name == "library" and world.max_steps == local.max_steps
     assert world.openai_tools() == local.openai_tools()
     episode, reference = await pool.open(world), local()

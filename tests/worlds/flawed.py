@@ -2,9 +2,9 @@
 
 import random
 
-from tests.worlds.library import LibraryWorld
 from toolworlds import Brief, Scorecard, call, tool
 from toolworlds.core import Finish, ToolCall
+from toolworlds.examples.library import LibraryWorld
 
 _unseeded = random.Random()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from contextlib import AsyncExitStack, ExitStack
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -13,9 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from engine.cli import embedded_unless, endpoint_urls
 from engine.endpoints import EndpointPool
-from engine.llama_server import EmbeddedServer, ServerSettings, ServerStartError
-from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.settings import EpisodeSettings, Mode
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 from trainers.corpus import Corpus, CorpusError, open_source
@@ -65,12 +64,8 @@ def design(
                                  invalid_penalty=invalid_penalty)  # fmt: skip
     except (CorpusError, ValueError) as error:
         raise typer.BadParameter(str(error)) from None
-    served = None
-    if not endpoint:
-        try:
-            served = ServerSettings(model=resolve_gguf(local_model), parallel=local_parallel)
-        except ModelNotFoundError as error:
-            raise typer.BadParameter(str(error), param_hint="--local-model") from None
+    served = embedded_unless(endpoint, local_model, local_parallel)
+    if served is not None:
         tokenizer = tokenizer or str(served.model)
     if "tokens" in (designer_mode, agent_mode) and tokenizer is None:
         raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
@@ -100,13 +95,7 @@ def design(
                 log.info("designer iteration", iteration=iteration, worlds=worlds)
                 console.print(metrics_table(await run_iteration(run, iteration)))
 
-    with ExitStack() as stack:
-        urls = list(endpoint)
-        if served is not None:
-            try:
-                urls = [stack.enter_context(EmbeddedServer(served)).base_url]
-            except ServerStartError as error:
-                raise typer.BadParameter(str(error), param_hint="--local-model") from None
+    with endpoint_urls(endpoint, served) as urls:
         anyio.run(main, urls)
 
 
