@@ -172,3 +172,13 @@ def test_an_unprivileged_user_gets_the_layers_it_can(tmp_path: Path) -> None:
     assert "rlimit processes" in layers
     if abi_version() >= 1:
         assert "landlock" in layers
+
+
+async def test_an_unloaded_world_is_gone_from_every_worker(pool: SandboxPool) -> None:
+    world = await pool.load(LIBRARY_SOURCE)
+    episodes = [await pool.open(world) for _ in range(3)]  # spread over both workers
+    await pool.unload(world)
+    with pytest.raises(LookupError, match="was unloaded"):
+        await pool.open(world)
+    with pytest.raises(WorldCodeError, match="KeyError"):  # the workers forgot its episodes too
+        await episodes[0].reset(0)

@@ -179,6 +179,8 @@ class SandboxPool:
 
     async def open(self, world: WorldInfo) -> SandboxEpisode:
         """A fresh episode of `world` on the least busy worker."""
+        if world.id not in self._worlds:
+            raise LookupError(f"world {world.id} ({world.name}) was unloaded from this pool; load it again")
         self._check_usable(world.id)
         worker = await self._pick_worker()
         if world.id not in worker.loaded:

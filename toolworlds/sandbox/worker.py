@@ -91,6 +91,7 @@ class WorldHost:
     def unload(self, request: dict[str, Any]) -> None:
         world = request["world"]
         self.classes.pop(world, None)
+        sys.modules.pop(f"world_{world}", None)  # or a long-lived worker keeps every module it ever loaded
         for env in [env for env, (owner, _) in self.episodes.items() if owner == world]:
             del self.episodes[env]
 
