@@ -16,7 +16,9 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.servers import SPADEWORK
-from toolworlds.core import Finish
+from toolworlds.core import Finish, ToolWorld
+from toolworlds.examples import EXAMPLE_WORLD
+from toolworlds.examples.library import LibraryWorld
 from toolworlds.export import export_world
 from toolworlds.registry import builtin_worlds
 from toolworlds.serving import launched
@@ -59,11 +61,11 @@ def _text(result: types.CallToolResult) -> str:
     return "".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def _play_oracle(session: ClientSession, world: str, seed: int, export_dir: Path) -> float:
+async def _play_oracle(session: ClientSession, world: str | type[ToolWorld[Any]], seed: int, export_dir: Path) -> float:
     task = await session.call_tool("start_task", {"seed": seed})
     assert not task.is_error and task.structured_content is not None
     assert task.structured_content["seed"] == seed and task.structured_content["hint"] is None
-    reference = WORLDS[world]()
+    reference = (WORLDS[world] if isinstance(world, str) else world)()
     reference.reset(seed)
     for action in reference.solution():
         if isinstance(action, Finish):
@@ -131,3 +133,22 @@ async def test_hint_is_given_only_when_asked(schemas: dict[str, Path]) -> None:
             hinted = await session.call_tool("start_task", {"seed": 2, "include_hint": True})
             task: dict[str, Any] | None = hinted.structured_content
             assert task is not None and task["hint"] == WORLDS["ticketing"]().reset(2).hint
+
+
+async def test_a_model_written_world_serves_mcp_from_the_sandbox(tmp_path: Path) -> None:
+    """A bare FILE.py is untrusted: over stdio and HTTP, its episodes live in sandbox workers."""
+    path = tmp_path / "library.py"
+    path.write_text(EXAMPLE_WORLD)
+    export_world(LibraryWorld, tmp_path / "export")
+    async with stdio_session(str(path)) as session:
+        listed = {tool.name for tool in (await session.list_tools()).tools}
+        assert listed == {"start_task", "search", "borrow", "finish", "get_score"}
+        assert await _play_oracle(session, LibraryWorld, 2, tmp_path / "export") == 1.0
+        score = await session.call_tool("get_score", {})
+        assert score.structured_content is not None and score.structured_content["done"] is True
+    with launched(str(path), "--mcp") as url:
+        async with http_session(url) as first, http_session(url) as second:
+            await second.call_tool("start_task", {"seed": 5})
+            assert await _play_oracle(first, LibraryWorld, 5, tmp_path / "export") == 1.0
+            untouched = await second.call_tool("get_score", {})
+            assert untouched.structured_content is not None and untouched.structured_content["steps"] == 0

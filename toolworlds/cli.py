@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -265,14 +266,7 @@ def serve(
     from toolworlds.serving import serve_asgi, serve_mcp_stdio
 
     if is_model_written(name):
-        if mcp:
-            raise typer.BadParameter("MCP serving of a model-written world is not supported yet; serve its session "
-                                     "API (without --mcp)", param_hint="--mcp")  # fmt: skip
-        from toolworlds.sandboxed import sandboxed_app
-
-        described = _sandboxed(name, describe)
-        app = sandboxed_app(Path(name), described, capacity)
-        serve_asgi(app, host, port, f"{described.name} session API (sandboxed)")
+        _serve_sandboxed(Path(name), host, port, mcp, transport, capacity)
         return
     world = _world(name)
     if mcp and transport is Transport.stdio:
@@ -286,3 +280,23 @@ def serve(
         from toolworlds.http import create_app
 
         serve_asgi(create_app(world, capacity), host, port, f"{world.name} session API")
+
+
+def _serve_sandboxed(path: Path, host: str, port: int, mcp: bool, transport: Transport, capacity: int) -> None:
+    """`serve` for a model-written file: every episode lives in a sandbox worker, never in this process."""
+    from toolworlds.sandboxed import SandboxedEpisodes, sandboxed_app
+    from toolworlds.serving import serve_asgi
+
+    described = _sandboxed(str(path), describe)  # loads it once to read its tools and refuse what fails
+    if not mcp:
+        serve_asgi(sandboxed_app(path, described, capacity), host, port, f"{described.name} session API (sandboxed)")
+        return
+    from toolworlds.mcp_server import mcp_http_app, run_stdio
+
+    episodes = SandboxedEpisodes(path)
+    if transport is Transport.stdio:
+        print(f"serving {described.name} MCP over stdio (sandboxed)", file=sys.stderr, flush=True)
+        run_stdio(described, episodes=episodes, running=episodes.running)
+        return
+    app = mcp_http_app(described, host, episodes=episodes, running=episodes.running)
+    serve_asgi(app, host, port, f"{described.name} MCP (streamable HTTP) at /mcp (sandboxed)")

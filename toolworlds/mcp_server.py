@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import weakref
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any, TypeVar
 
 import anyio
@@ -26,7 +28,8 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 
 from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
-from toolworlds.sessions import PublicTask, ScoreReport
+from toolworlds.http import ServedWorld
+from toolworlds.sessions import EpisodeFactory, PublicTask, ScoreReport, Session, in_process_episodes
 from toolworlds.tool import listing, problems_in
 
 EPISODE_TOOLS = ("start_task", "finish", "get_score")
@@ -49,26 +52,38 @@ class EpisodeEnd(BaseModel):
 
 
 class _Episodes:
-    """Which world instance a request plays in: one per MCP connection, or one for the whole process."""
+    """Which episode a request plays in: one per MCP connection, or one for the whole process."""
 
-    def __init__(self, world: type[ToolWorld[Any]], one_per_process: bool) -> None:
-        self._world = world
+    def __init__(self, factory: EpisodeFactory, one_per_process: bool) -> None:
+        self._factory = factory
         self._one_per_process = one_per_process
-        self._process_world: ToolWorld[Any] | None = None
-        self._by_connection: weakref.WeakKeyDictionary[object, ToolWorld[Any]] = weakref.WeakKeyDictionary()
+        self._process: Session | None = None
+        self._by_connection: weakref.WeakKeyDictionary[object, Session] = weakref.WeakKeyDictionary()
 
-    def current(self, ctx: ServerRequestContext[Any], create: bool = False) -> ToolWorld[Any] | None:
-        if self._one_per_process:
-            if create:
-                self._process_world = self._world()
-            return self._process_world
+    def _connection(self, ctx: ServerRequestContext[Any]) -> object:
         # The SDK keeps one Connection per stateful session but exposes it only privately (mcp 2.3).
         connection = getattr(ctx.session, "_connection", None)
         if connection is None:
             raise MCPError(code=types.INTERNAL_ERROR, message="this mcp version hides the session connection")
-        if create:
-            self._by_connection[connection] = self._world()
-        return self._by_connection.get(connection)
+        return connection
+
+    def current(self, ctx: ServerRequestContext[Any]) -> Session | None:
+        if self._one_per_process:
+            return self._process
+        return self._by_connection.get(self._connection(ctx))
+
+    async def start(self, ctx: ServerRequestContext[Any], seed: int, include_hint: bool) -> Session:
+        """A fresh episode for this connection (or process), replacing and closing the one before."""
+        episode = await self._factory()
+        session = Session(episode=episode, public_task=PublicTask.of(await episode.reset(seed), include_hint))
+        previous = self.current(ctx)
+        if self._one_per_process:
+            self._process = session
+        else:
+            self._by_connection[self._connection(ctx)] = session
+        if previous is not None:
+            await previous.episode.close()
+        return session
 
 
 def _text(value: Any) -> list[types.TextContent]:
@@ -102,11 +117,17 @@ def _step_schema(result: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def build_server(world: type[ToolWorld[Any]], *, one_per_process: bool) -> Server[Any]:
-    clash = set(EPISODE_TOOLS) & set(world.tool_specs)
+def build_server(
+    world: ServedWorld | type[ToolWorld[Any]], *, one_per_process: bool, episodes: EpisodeFactory | None = None
+) -> Server[Any]:
+    """The MCP server of `world`; a sandboxed world passes `episodes`, which opens episodes in the sandbox."""
+    clash = set(EPISODE_TOOLS) & {spec.name for spec in world.tools()}
     if clash:
         raise ValueError(f"{world.name} has tools named {sorted(clash)}, which MCP serving reserves")
-    episodes = _Episodes(world, one_per_process)
+    if episodes is None:
+        assert isinstance(world, type), "a described (sandboxed) world needs an episode factory"
+        episodes = in_process_episodes(world)
+    sessions = _Episodes(episodes, one_per_process)
     tools = [
         types.Tool(
             name="start_task",
@@ -119,7 +140,7 @@ def build_server(world: type[ToolWorld[Any]], *, one_per_process: bool) -> Serve
                 name=spec.name,
                 description=spec.description,
                 input_schema=spec.input_schema,
-                output_schema=_step_schema(spec.output_schema),
+                output_schema=_step_schema(dict(spec.output_schema)),
             )
             for spec in world.tools()
         ],
@@ -145,36 +166,41 @@ def build_server(world: type[ToolWorld[Any]], *, one_per_process: bool) -> Serve
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         if params.name == "start_task":
-            return _start(ctx, arguments)
-        current = episodes.current(ctx)
+            wanted = _parse(StartTask, arguments)
+            if isinstance(wanted, types.CallToolResult):
+                return wanted
+            started = await sessions.start(ctx, wanted.seed, wanted.include_hint)
+            return _structured(started.public_task.model_dump(mode="json"))
+        current = sessions.current(ctx)
         if current is None:
             return _refusal(error_observation("no_episode", "call start_task first"))
         if params.name == "get_score":
-            return _structured(ScoreReport.of(current).model_dump(mode="json"))
-        if current.done:
-            return _refusal(error_observation("episode_over", "the episode has ended; call start_task again"))
-        if params.name == "finish":
-            parsed = _parse(FinishArguments, arguments)
-            if isinstance(parsed, types.CallToolResult):
-                return parsed
-            end = current.step(Finish(answer=parsed.answer))
-            summary = EpisodeEnd(finished=True, score=end.reward, scorecard=str(end.info.get("scorecard", "")))
-            return _structured(summary.model_dump(mode="json"))
-        step = current.step(ToolCall(name=params.name, arguments=arguments))
+            score, summary = await current.episode.grade()
+            report = ScoreReport(score=score, done=current.done, steps=current.steps, scorecard=summary)
+            return _structured(report.model_dump(mode="json"))
+        async with current.lock:
+            if current.done:
+                return _refusal(error_observation("episode_over", "the episode has ended; call start_task again"))
+            if params.name == "finish":
+                parsed = _parse(FinishArguments, arguments)
+                if isinstance(parsed, types.CallToolResult):
+                    return parsed
+                end = await _step(current, Finish(answer=parsed.answer))
+                ended = EpisodeEnd(finished=True, score=end.reward, scorecard=str(end.info.get("scorecard", "")))
+                return _structured(ended.model_dump(mode="json"))
+            step = await _step(current, ToolCall(name=params.name, arguments=arguments))
         if "error" in step.info:
             return _refusal(_step_content(step))
         return _structured(_step_content(step))
 
-    def _start(ctx: ServerRequestContext[Any], arguments: dict[str, Any]) -> types.CallToolResult:
-        wanted = _parse(StartTask, arguments)
-        if isinstance(wanted, types.CallToolResult):
-            return wanted
-        fresh = episodes.current(ctx, create=True)
-        assert fresh is not None
-        public = PublicTask.of(fresh.reset(wanted.seed), wanted.include_hint)
-        return _structured(public.model_dump(mode="json"))
-
     return Server(f"spadework-{world.name}", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def _step(session: Session, action: ToolCall | Finish) -> StepResult:
+    result = await session.episode.step(action)
+    session.steps += 1
+    session.done = result.done
+    return result
 
 
 def _parse(model: type[M], arguments: dict[str, Any]) -> M | types.CallToolResult:
@@ -210,23 +236,44 @@ async def _refuse_discover(ctx: ServerRequestContext[Any], call_next: Any) -> An
     return await call_next(ctx)
 
 
-def mcp_http_app(world: type[ToolWorld[Any]], host: str = "127.0.0.1") -> Starlette:
+def mcp_http_app(
+    world: ServedWorld | type[ToolWorld[Any]],
+    host: str = "127.0.0.1",
+    *,
+    episodes: EpisodeFactory | None = None,
+    running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
     """Streamable HTTP at `/mcp`, one episode per MCP session.
 
     `host` is the address the server binds: on loopback the SDK turns on its DNS-rebinding protection.
+    `running` (a sandboxed world's pool) is entered around the SDK's own lifespan.
     """
-    server = build_server(world, one_per_process=False)
+    server = build_server(world, one_per_process=False, episodes=episodes)
     server.middleware.append(_refuse_discover)
     app: Starlette = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=False, host=host)
+    if running is not None:
+        sdk_lifespan = app.router.lifespan_context
+
+        @asynccontextmanager
+        async def lifespan(served: Starlette) -> AsyncIterator[None]:
+            async with running(), sdk_lifespan(served):
+                yield
+
+        app.router.lifespan_context = lifespan
     return app
 
 
-def run_stdio(world: type[ToolWorld[Any]]) -> None:
+def run_stdio(
+    world: ServedWorld | type[ToolWorld[Any]],
+    *,
+    episodes: EpisodeFactory | None = None,
+    running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+) -> None:
     """Serve one client on stdin/stdout until it disconnects."""
-    server = build_server(world, one_per_process=True)
+    server = build_server(world, one_per_process=True, episodes=episodes)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
+        async with running() if running else nullcontext(), stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     anyio.run(main)

@@ -116,24 +116,44 @@ def play_in_sandbox(path: Path, seed: int, policy: OraclePolicy | RandomPolicy) 
     return in_sandbox(path, play)
 
 
-def sandboxed_app(path: Path, world: DescribedWorld, capacity: int = 10_000) -> Starlette:
-    """The HTTP session API of a model-written world: each session is an episode in a sandbox worker.
+class SandboxedEpisodes:
+    """Episodes of one model-written world, opened in a pool that lives while `running()` is entered.
 
-    The pool lives as long as the app (its lifespan); the world is loaded into it again at start-up.
+    Servers enter `running()` in their lifespan (the world is loaded again there) and call the object for
+    each new session's episode.
     """
+
+    def __init__(self, path: Path) -> None:
+        self.source = path.read_text(errors="replace")
+        self.filename = path.name
+        self._pool: SandboxPool | None = None
+        self._world: WorldInfo | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with SandboxPool() as pool:
+            self._pool, self._world = pool, await pool.load(self.source, self.filename)
+            try:
+                yield
+            finally:
+                self._pool = self._world = None
+
+    async def __call__(self) -> HostedEpisode:
+        if self._pool is None or self._world is None:
+            raise RuntimeError("the sandbox is not running: enter running() first")
+        episode: HostedEpisode = await self._pool.open(self._world)
+        return episode
+
+
+def sandboxed_app(path: Path, world: DescribedWorld, capacity: int = 10_000) -> Starlette:
+    """The HTTP session API of a model-written world: each session is an episode in a sandbox worker."""
     from toolworlds.http import create_app
 
-    source = path.read_text(errors="replace")
-    running: dict[str, Any] = {}
+    episodes = SandboxedEpisodes(path)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with SandboxPool() as pool:
-            running["pool"], running["world"] = pool, await pool.load(source, path.name)
+        async with episodes.running():
             yield
-
-    async def episodes() -> HostedEpisode:
-        episode: HostedEpisode = await running["pool"].open(running["world"])
-        return episode
 
     return create_app(world, capacity, episodes=episodes, lifespan=lifespan)

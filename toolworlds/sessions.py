@@ -84,6 +84,15 @@ class Session:
 EpisodeFactory = Callable[[], Awaitable[HostedEpisode]]
 
 
+def in_process_episodes(world_class: type[ToolWorld[Any]]) -> EpisodeFactory:
+    """Episodes of a trusted world class: a fresh instance in this process each time."""
+
+    async def fresh() -> HostedEpisode:
+        return LocalEpisode(world_class())
+
+    return fresh
+
+
 class SessionStore:
     """Holds up to `capacity` sessions. When full, the least recently used *finished* one makes room;
     live episodes are never dropped: creating one more is refused instead."""
@@ -96,11 +105,7 @@ class SessionStore:
     @classmethod
     def in_process(cls, world_class: type[ToolWorld[Any]], capacity: int = 10_000) -> SessionStore:
         """Sessions of a trusted world class, each a fresh instance in this process."""
-
-        async def fresh() -> HostedEpisode:
-            return LocalEpisode(world_class())
-
-        return cls(fresh, capacity)
+        return cls(in_process_episodes(world_class), capacity)
 
     def __len__(self) -> int:
         return len(self._sessions)
