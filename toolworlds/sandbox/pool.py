@@ -258,6 +258,7 @@ class SandboxPool:
             raise SandboxStartError(f"required sandbox layers are missing: {missing}")
         assert self._readers is not None
         self._readers.start_soon(worker.read_replies)
+        self._readers.start_soon(worker.write_backlog)
         self._workers.append(worker)
 
 

@@ -101,7 +101,8 @@ class WorkerProcess:
         self._buffer = bytearray()
         self._pending: deque[_Pending] = deque()
         self._has_pending = anyio.Event()
-        self._writing = anyio.Lock()
+        self._outgoing = bytearray()
+        self._backlog = anyio.Event()
 
     @classmethod
     async def spawn(cls, root: Path, settings: WorkerSettings) -> WorkerProcess:
@@ -138,22 +139,42 @@ class WorkerProcess:
         """Send one request and wait for its reply; raises the `SandboxError` that ended the worker."""
         if not self.alive:
             raise EpisodeLost(f"the worker was {self.ended} before {message['op']}")
+        # No await between queueing and writing: a request is on the wire (or in the outgoing buffer, in
+        # order) as soon as it is queued, so a caller cancelled later only abandons its reply.
         pending = _Pending(message["op"], deadline, time.monotonic())
-        # Shielded, so a request is either wholly on the wire and queued, in wire order, or neither; a
-        # caller cancelled after that abandons its reply, which the reader then reads and drops.
-        with anyio.CancelScope(shield=True):
-            async with self._writing:
-                if not self.alive:
-                    raise EpisodeLost(f"the worker was {self.ended} before {message['op']}")
-                pending.sent = time.monotonic()
-                self._pending.append(pending)
-                self._has_pending.set()
-                with contextlib.suppress(OSError):  # a dead worker: the reader fails every pending request
-                    await self._send(message)
+        self._pending.append(pending)
+        self._has_pending.set()
+        self._outgoing += encode(message)
+        self._flush()
         await pending.done.wait()
         if pending.failure is not None:
             raise pending.failure
         return pending.reply
+
+    def _flush(self) -> None:
+        """Write what the pipe takes now; a full pipe leaves the rest to `write_backlog`."""
+        if not self._outgoing:
+            return
+        try:
+            written = os.write(self._input, self._outgoing)
+        except BlockingIOError:
+            written = 0
+        except OSError:  # a dead worker: the reader sees its closed pipe and fails every pending request
+            self._outgoing.clear()
+            return
+        del self._outgoing[:written]
+        if self._outgoing:
+            self._backlog.set()
+
+    async def write_backlog(self) -> None:
+        """Finish writing frames a full pipe refused (a 64 KB world source, a burst of requests)."""
+        while self.alive:
+            if not self._outgoing:
+                self._backlog = anyio.Event()
+                await self._backlog.wait()
+                continue
+            await anyio.wait_writable(self._input)
+            self._flush()
 
     async def read_replies(self) -> None:
         """Match replies to requests until the worker ends; kill it when the head request overruns."""
@@ -196,6 +217,7 @@ class WorkerProcess:
             return self.ended
         self.alive = False
         self._has_pending.set()
+        self._backlog.set()
         with anyio.CancelScope(shield=True):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
