@@ -177,7 +177,8 @@ def _write_all(descriptor: int, data: bytes) -> None:
 
 def main() -> None:
     # The protocol moves off fds 0 and 1, which then point at /dev/null: a world that prints, or writes to
-    # fd 1 directly, cannot forge or corrupt a frame.
+    # fd 1, cannot corrupt a frame by accident; one that finds the protocol's fd and writes to it on purpose
+    # breaks the protocol, and the pool kills the worker for it.
     requests, replies = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     for descriptor in (0, 1, 2):
