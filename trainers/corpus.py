@@ -299,7 +299,9 @@ def open_hf_source(spec: str, text_field: str = "text", window: int = STREAM_WIN
     try:
         import datasets
     except ImportError:
-        raise CorpusError("Hugging Face corpora need the datasets package: pip install 'spadework[hf]'") from None
+        raise CorpusError(
+            "Hugging Face corpora need the datasets package (a spadework dependency): pip install datasets"
+        ) from None
     streaming = spec.startswith(HF_STREAM_PREFIX)
     name, split = _split(spec.removeprefix(HF_STREAM_PREFIX if streaming else HF_PREFIX))
     try:

@@ -1,0 +1,55 @@
+"""One GRPO update through TRL on the embedded model (float32 on CPU), fed engine-style rows.
+
+The rows are built with the model's own tokenizer the way the engine stores a two-turn episode: sampled
+ids, tool-result glue (masked out), sampled ids again. After the updates, the completion with the positive
+advantage is more likely and the one with the negative advantage less likely."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.local_models import default_gguf
+from trainers.checkpoint import load_policy
+from trainers.grpo import RowFeed, UpdateSettings, grpo_trainer
+from trainers.rows import TrainingRow, with_advantages
+
+
+def sequence_logprob(model: Any, prompt: list[int], completion: list[int]) -> float:
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1]
+        return float(logits.log_softmax(-1).gather(1, torch.tensor(completion)[:, None]).sum())
+
+
+def test_an_update_moves_the_policy_toward_the_positive_advantage(tmp_path: Path) -> None:
+    model, tokenizer = load_policy(default_gguf())
+    prompt = tokenizer.encode("<|im_start|>user\nShould I borrow the book?<|im_end|>\n<|im_start|>assistant\n")
+    good, bad = tokenizer.encode("yes<|im_end|>"), tokenizer.encode("no way<|im_end|>")
+    glue = tokenizer.encode('\n<|im_start|>user\n{"ok": true}<|im_end|>\n<|im_start|>assistant\n')
+    rows = []
+    for index in range(4):
+        said = good if index % 2 == 0 else bad
+        rows.append(TrainingRow(role="agent", group="task", prompt_ids=prompt, completion_ids=said + glue + said,
+                                logprobs=[0.0] * (2 * len(said) + len(glue)),
+                                env_mask=[1] * len(said) + [0] * len(glue) + [1] * len(said),
+                                reward=1.0 if said is good else 0.0))  # fmt: skip
+    before = sequence_logprob(model, prompt, good), sequence_logprob(model, prompt, bad)
+    feed = RowFeed(wait_seconds=5)
+    for _ in range(2):
+        feed.put(with_advantages(rows, scale="group"))
+    trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(rows_per_update=4, learning_rate=1e-4), tmp_path, 2)
+    trainer.train()
+    after = sequence_logprob(trainer.model, prompt, good), sequence_logprob(trainer.model, prompt, bad)
+    assert feed.batches == 2
+    assert after[0] > before[0] + 1.0 and after[1] < before[1] - 1.0
+    logged = [entry for entry in trainer.state.log_history if "completions/mean_length" in entry]
+    assert logged and logged[0]["completions/mean_length"] == pytest.approx((2 * len(good) + 2 * len(bad)) / 2)
+
+
+def test_a_feed_that_runs_dry_says_so() -> None:
+    with pytest.raises(TimeoutError, match=r"no training rows arrived within 0\.01 s"):
+        RowFeed(wait_seconds=0.01)(["p"], None)
