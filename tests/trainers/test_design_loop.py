@@ -9,12 +9,14 @@ import os
 import subprocess
 from pathlib import Path
 
+from engine.templates import byte_tokenizer
 from tests.engine.conftest import mock_model
 from tests.sandbox.conftest import LIBRARY_SOURCE
 from tests.sandbox.test_validate import FREE_LUNCH
 from tests.servers import SPADEWORK
-from trainers.designer.loop import read_metrics
+from trainers.designer.loop import DesignOutcome, read_metrics
 from trainers.designer.memory import WorldMemory
+from trainers.rows import designer_rows
 
 
 def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
@@ -25,7 +27,7 @@ def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
         flags += ["--design", str(tmp_path / name)]
     out = tmp_path / "run"
     with mock_model(*flags) as url:
-        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--worlds", "3", "--plays", "2",
+        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",
                    "--smoke-seeds", "3", "--iterations", "2"]  # fmt: skip
         completed = subprocess.run(
             command,
@@ -62,3 +64,28 @@ def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
         assert remembered is not None and remembered.name == "library" and remembered.scores_hinted == [1.0, 1.0]
     second_prompt = outcomes[3]["sample"]["messages"][1]["content"]
     assert "Worlds you wrote before" in second_prompt and "library (search, borrow)" in second_prompt
+
+
+def test_g_generations_per_document_form_one_token_exact_designer_group(tmp_path: Path) -> None:
+    designs = {"sound.py": LIBRARY_SOURCE, "free_lunch.py": FREE_LUNCH}
+    flags = []
+    for name, text in designs.items():
+        (tmp_path / name).write_text(text)
+        flags += ["--design", str(tmp_path / name)]
+    out = tmp_path / "run"
+    with mock_model("--tokenizer", "bytes", *flags) as url:
+        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "1",
+                   "--generations", "3", "--plays", "2", "--smoke-seeds", "2", "--designer-mode", "tokens",
+                   "--tokenizer", "bytes"]  # fmt: skip
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    outcomes = [DesignOutcome.model_validate_json(line) for line in (out / "designs.jsonl").read_text().splitlines()]
+    assert len({outcome.sample.document for outcome in outcomes}) == 1
+    rows, skipped = designer_rows(outcomes)
+    tokenizer = byte_tokenizer()
+    assert len(rows) == 3 and not skipped.reasons and len({row.group for row in rows}) == 1
+    for row, outcome in zip(rows, outcomes, strict=True):
+        assert outcome.sample.tokens is not None and outcome.sample.tokens.exact
+        assert tokenizer.decode(row.completion_ids, skip_special_tokens=True) == outcome.sample.reply  # as sampled
+        assert all(row.env_mask) and row.reward == outcome.reward
+    assert [row.reward for row in rows] == [0.0, -1.0, 0.0]  # sound, free lunch (rejected), sound again

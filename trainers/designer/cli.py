@@ -28,7 +28,8 @@ log = structlog.get_logger()
 def design(
     out: Annotated[Path, typer.Option(help="Run directory: designs.jsonl, metrics.jsonl, worlds/, memory.sqlite.")],
     iterations: Annotated[int, typer.Option(min=1, help="Designer iterations to run (a rerun continues).")] = 1,
-    worlds: Annotated[int, typer.Option(min=1, help="Worlds the designer writes per iteration.")] = 4,
+    documents: Annotated[int, typer.Option(min=1, help="Grounding documents per iteration.")] = 4,
+    generations: Annotated[int, typer.Option(min=1, help="G: worlds the designer writes per document.")] = 1,
     plays: Annotated[int, typer.Option(min=1, help="K: tasks per valid world, played without and with the hint.")] = 8,
     smoke_seeds: Annotated[int, typer.Option(min=1, help="Seeds of the sandbox smoke test.")] = 8,
     corpus: Annotated[str, typer.Option(help="'builtin', a .jsonl/.parquet file, or a folder of text.")] = "builtin",
@@ -59,7 +60,7 @@ def design(
     """Write toolworlds from documents, validate them in the sandbox, play them with and without the hint,
     and record regret, the designer's reward, the environment memory and per-iteration metrics."""
     try:
-        documents = Corpus(open_source(corpus, text_field), max_tokens=document_tokens)
+        grounding = Corpus(open_source(corpus, text_field), max_tokens=document_tokens)
         rewards = RewardSettings(mode=reward, plateau=plateau, plateau_weight=plateau_weight,
                                  invalid_penalty=invalid_penalty)  # fmt: skip
     except (CorpusError, ValueError) as error:
@@ -71,7 +72,8 @@ def design(
         raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
     common = {"model": model, "request_timeout_s": request_timeout, "tokenizer": tokenizer}
     settings = DesignSettings(
-        worlds=worlds,
+        documents=documents,
+        generations=generations,
         plays=plays,
         smoke_seeds=smoke_seeds,
         designer=EpisodeSettings(
@@ -90,9 +92,9 @@ def design(
             sandbox = await stack.enter_async_context(SandboxPool(SandboxSettings(workers=sandbox_workers)))
             pool = await stack.enter_async_context(EndpointPool.open(urls))
             archive = stack.enter_context(WorldMemory.open(memory or out / "memory.sqlite"))
-            run = DesignRun(uuid.uuid4().hex[:12], out, documents, pool, sandbox, archive, settings, seed)
+            run = DesignRun(uuid.uuid4().hex[:12], out, grounding, pool, sandbox, archive, settings, seed)
             for iteration in range(first, first + iterations):
-                log.info("designer iteration", iteration=iteration, worlds=worlds)
+                log.info("designer iteration", iteration=iteration, documents=documents, generations=generations)
                 console.print(metrics_table(await run_iteration(run, iteration)))
 
     with endpoint_urls(endpoint, served) as urls:

@@ -43,7 +43,8 @@ log = structlog.get_logger()
 
 @dataclass(frozen=True)
 class DesignSettings:
-    worlds: int = 4  # designer replies per iteration
+    documents: int = 4  # grounding documents per iteration
+    generations: int = 1  # G: designer replies per document (one GRPO group)
     plays: int = 8  # K: tasks per valid world, each played without and with the hint
     smoke_seeds: int = 8
     designer: EpisodeSettings = field(
@@ -120,13 +121,14 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationMetrics:
     rng = random.Random(f"{run.seed}/{iteration}")
     examples = run.memory.prompt_examples(settings.memory_examples)
     samples = []
-    for index in range(settings.worlds):
+    for index in range(settings.documents):
         document = run.corpus.sample(rng)
-        key = f"designer/{iteration}/{index}"
         messages = designer_messages(document, examples)
-        samples.append(
-            DesignSample(key=key, document=document.source, prompt_version=PROMPT_VERSION, messages=messages)
-        )
+        for generation in range(settings.generations):
+            key = f"designer/{iteration}/{index}/{generation}"
+            samples.append(
+                DesignSample(key=key, document=document.source, prompt_version=PROMPT_VERSION, messages=messages)
+            )
     clock = {"generation": time.perf_counter()}
 
     async with anyio.create_task_group() as group:
