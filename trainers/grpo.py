@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import queue
+import random
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +36,16 @@ class UpdateSettings:
 
 
 class RowFeed:
-    """TRL's `rollout_func`: returns the next rows put in, exactly as many as TRL asks for."""
+    """TRL's `rollout_func`: returns the next rows put in, exactly as many as TRL asks for.
+
+    It is also where the two loops meet: TRL calls it at the start of each optimiser step, so a call after
+    the first means the previous update is done and the model is idle until rows arrive. `wait_for_update`
+    lets the self-play loop block until then (and push the new weights to the server) before it samples.
+    """
 
     def __init__(self, wait_seconds: float = 3600.0) -> None:
         self._rows: queue.Queue[TrainingRow] = queue.Queue()
+        self._updates: queue.Queue[int] = queue.Queue()
         self.wait_seconds = wait_seconds
         self.batches = 0
 
@@ -46,12 +54,88 @@ class RowFeed:
             self._rows.put(row)
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        if self.batches:
+            self._updates.put(self.batches)
         try:
             rows = [self._rows.get(timeout=self.wait_seconds) for _ in prompts]
         except queue.Empty:
             raise TimeoutError(f"no training rows arrived within {self.wait_seconds:g} s") from None
         self.batches += 1
         return rollout_batch(rows)
+
+    def update_finished(self) -> None:
+        """Called when training ends: the last update is done too."""
+        self._updates.put(self.batches)
+
+    def wait_for_update(self, timeout: float) -> int:
+        """Block until the update on the rows put so far is done; returns how many updates are done."""
+        try:
+            return self._updates.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"the trainer did not finish an update within {timeout:g} s") from None
+
+
+def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[TrainingRow]:
+    """Exactly `size` rows for one update: whole groups in random order while they fit, then padding.
+
+    Padding rows are copies with advantage 0, which add nothing to the gradient; rows of groups that do
+    not fit are left for no one (an update has a fixed size), so size it to the iteration's yield.
+    """
+    groups: dict[str, list[TrainingRow]] = {}
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    order = list(groups)
+    rng.shuffle(order)
+    chosen: list[TrainingRow] = []
+    for name in order:
+        if len(chosen) + len(groups[name]) <= size:
+            chosen += groups[name]
+    if not chosen:
+        raise ValueError(
+            f"no group fits in an update of {size} rows (the smallest has {min(map(len, groups.values()))})"
+        )
+    padding = [chosen[i % len(chosen)].model_copy(update={"advantage": 0.0}) for i in range(size - len(chosen))]
+    return chosen + padding
+
+
+class Learner:
+    """TRL's training loop in a thread, one update per `update(rows)`, weights pushed after each.
+
+    The self-play loop stays in charge: it samples, hands rows over, and gets control back once the
+    update is applied and the serving endpoint has the new weights (`sync`, e.g. `GGUFReloadSync`).
+    """
+
+    def __init__(self, trainer: Any, feed: RowFeed, sync: Any | None, rows_per_update: int, seed: int = 0) -> None:
+        self.trainer = trainer
+        self.feed = feed
+        self.sync = sync
+        self.rows_per_update = rows_per_update
+        self.updates = 0
+        self._rng = random.Random(seed)
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._train, name="grpo-learner", daemon=True)
+        self._thread.start()
+
+    def _train(self) -> None:
+        try:
+            self.trainer.train()
+        except BaseException as error:  # handed to the self-play loop, which re-raises it
+            self._failure = error
+        finally:
+            self.feed.update_finished()
+
+    def update(self, rows: list[TrainingRow], timeout: float = 3600.0) -> None:
+        """Apply one GRPO update on `rows` and push the new weights; raises what the trainer raised."""
+        self.feed.put(fit_batch(rows, self.rows_per_update, self._rng))
+        self.feed.wait_for_update(timeout)
+        if self._failure is not None:
+            raise RuntimeError(f"the GRPO trainer failed: {self._failure!r}") from self._failure
+        self.updates += 1
+        if self.sync is not None:
+            self.sync.push(self.trainer.model)
+
+    def close(self, timeout: float = 60.0) -> None:
+        self._thread.join(timeout)
 
 
 def advantage_reward(env_reward: list[float], **_: Any) -> list[float]:

@@ -13,7 +13,7 @@ import pytest
 
 from engine.local_models import default_gguf
 from trainers.checkpoint import load_policy
-from trainers.grpo import RowFeed, UpdateSettings, grpo_trainer
+from trainers.grpo import Learner, RowFeed, UpdateSettings, fit_batch, grpo_trainer
 from trainers.rows import TrainingRow, with_advantages
 
 
@@ -53,3 +53,49 @@ def test_an_update_moves_the_policy_toward_the_positive_advantage(tmp_path: Path
 def test_a_feed_that_runs_dry_says_so() -> None:
     with pytest.raises(TimeoutError, match=r"no training rows arrived within 0\.01 s"):
         RowFeed(wait_seconds=0.01)(["p"], None)
+
+
+class RecordingSync:
+    """Stands in for the server's weight sync: keeps a copy of one weight at each push."""
+
+    def __init__(self) -> None:
+        self.pushed: list[Any] = []
+
+    def push(self, model: Any) -> int:
+        self.pushed.append(model.lm_head.weight.detach().clone())
+        return 0
+
+
+def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tmp_path: Path) -> None:
+    import torch
+
+    model, tokenizer = load_policy(default_gguf())
+    prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
+    choices = [("A<|im_end|>", 1.0), ("B<|im_end|>", 0.0), ("C<|im_end|>", 0.5)]
+    rows = []
+    for index, (text, reward) in enumerate(choices):
+        ids = tokenizer.encode(text)
+        rows.append(TrainingRow(role="agent", group=f"task{index // 2}", prompt_ids=prompt, completion_ids=ids,
+                                logprobs=[0.0] * len(ids), env_mask=[1] * len(ids), reward=reward))  # fmt: skip
+    initial = model.lm_head.weight.detach().clone()
+    feed, sync = RowFeed(wait_seconds=60), RecordingSync()
+    trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(rows_per_update=4, learning_rate=1e-3), tmp_path, 2)
+    learner = Learner(trainer, feed, sync, rows_per_update=4)
+    for _ in range(2):
+        learner.update(with_advantages(rows, scale="group"))
+    learner.close()
+    assert learner.updates == 2 and feed.batches == 2 and len(sync.pushed) == 2
+    assert not torch.equal(sync.pushed[0], initial) and not torch.equal(sync.pushed[1], sync.pushed[0])
+
+
+def test_fit_batch_keeps_whole_groups_and_pads_with_zero_advantage() -> None:
+    import random
+
+    rows = [TrainingRow(role="agent", group=f"g{i // 3}", prompt_ids=[1], completion_ids=[2], logprobs=[0.0],
+                        env_mask=[1], reward=float(i % 3), advantage=float(i % 3) - 1) for i in range(9)]  # fmt: skip
+    batch = fit_batch(rows, 8, random.Random(0))
+    assert len(batch) == 8
+    real = [row for row in batch if row.advantage != 0.0]
+    assert sorted({row.group for row in batch}) == sorted({row.group for row in real}) and len(real) == 4  # 2 groups
+    with pytest.raises(ValueError, match="no group fits in an update of 2 rows"):
+        fit_batch(rows, 2, random.Random(0))
