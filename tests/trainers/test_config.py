@@ -1,0 +1,54 @@
+"""The training configuration: presets are valid, every knob can be overridden, bad input fails in one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainers.config import PRESETS, ConfigError, TrainConfig, load_config
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_is_a_valid_config(preset: str) -> None:
+    config = load_config(preset)
+    assert isinstance(config, TrainConfig) and config.preset == preset
+
+
+def test_cpu_tiny_is_small_and_gpu_is_at_scale() -> None:
+    tiny, large = load_config("cpu-tiny"), load_config("gpu-qwen3-4b")
+    assert tiny.policy.model == "default" and not tiny.policy.endpoints and tiny.agent.mode == "tokens"
+    assert (
+        large.designer.documents * large.designer.generations > 10 * tiny.designer.documents * tiny.designer.generations
+    )
+    assert large.policy.model == "Qwen/Qwen3-4B-Instruct-2507"
+
+
+def test_overrides_are_typed_and_validated() -> None:
+    overrides = ["agent.plays=8", "designer.plateau=[0.3, 0.7]", "ablations.no_memory=true",
+                 'policy.endpoints=["http://gpu:8000/v1"]', "designer.corpus=docs.jsonl"]  # fmt: skip
+    config = load_config("cpu-tiny", overrides)
+    assert config.agent.plays == 8 and config.designer.plateau == (0.3, 0.7) and config.ablations.no_memory
+    assert config.policy.endpoints == ["http://gpu:8000/v1"] and config.designer.corpus == "docs.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["agent.plays=0"], "agent.plays: Input should be greater than or equal to 1 (got 0)"),
+        (["agent.plays=many"], "agent.plays: Input should be a valid integer"),
+        (["agent.turns=3"], "agent has no knob 'turns'; knobs: plays,"),
+        (["agents.plays=3"], "no section 'agents'; sections: policy, designer"),
+        (["plays=3"], "write section.knob=value"),
+        (["designer.plateau=[0.8, 0.2]"], "designer.plateau must satisfy 0 <= low <= high <= 1"),
+        (["ablations.fixed_pool=true", "agent.reference_tasks=0"], "agent.reference_tasks must be > 0"),
+        (["update.rows_per_update=1"], "must hold one designer group"),
+    ],
+)
+def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_config("cpu-tiny", overrides)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_unknown_preset_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="no preset 'huge'; choose one of: cpu-tiny, gpu-qwen3-4b"):
+        load_config("huge")

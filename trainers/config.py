@@ -1,0 +1,161 @@
+"""The training run's one typed configuration, with presets and `section.knob=value` overrides.
+
+Every knob of a self-play run lives here, validated before anything starts: a bad value fails with one
+line that names the knob, the value and what was expected. Presets are starting points: `cpu-tiny` (the
+embedded model on 2 cores, minutes per iteration) and `gpu-qwen3-4b` (vLLM endpoints at the paper's scale).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.settings import Mode
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PolicyConfig(_Section):
+    model: str = Field("default", description="'default' (the embedded GGUF), a .gguf path, or a HF checkpoint dir.")
+    endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the embedded model.")
+    served_name: str = Field("default", description="The model name sent to the endpoints.")
+    parallel: int = Field(4, ge=1, description="Slots of the embedded server.")
+    lora_rank: int = Field(0, ge=0, description="0: full fine-tuning; otherwise a LoRA of this rank.")
+
+
+class DesignerConfig(_Section):
+    documents: int = Field(2, ge=1, description="Grounding documents per iteration.")
+    generations: int = Field(2, ge=1, description="G: designer replies per document (one GRPO group).")
+    max_tokens: int = Field(1024, ge=64)
+    temperature: float = Field(0.8, ge=0.0)
+    corpus: str = "builtin"
+    document_tokens: int = Field(400, ge=32)
+    reward: Literal["regret", "blend"] = "regret"
+    plateau: tuple[float, float] = (0.4, 0.6)
+    plateau_weight: float = 0.5
+    invalid_penalty: float = -1.0
+    smoke_seeds: int = Field(4, ge=1)
+
+
+class AgentConfig(_Section):
+    plays: int = Field(4, ge=1, description="K: plays of each task without and with the hint.")
+    reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
+    archive_tasks: int = Field(0, ge=0, description="Tasks from archived frontier worlds per iteration.")
+    mode: Mode = "tokens"
+    max_turns: int = Field(4, ge=1)
+    max_tokens_per_turn: int = Field(128, ge=8)
+    temperature: float = Field(1.0, ge=0.0)
+
+
+class UpdateConfig(_Section):
+    rows_per_update: int = Field(8, ge=1)
+    learning_rate: float = Field(1e-5, gt=0.0)
+    beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference policy.")
+    epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
+    scale: Literal["role", "group", "none"] = "role"
+    max_completion_length: int = Field(4096, ge=16)
+
+
+class RunConfig(_Section):
+    iterations: int = Field(3, ge=1)
+    eval_every: int = Field(0, ge=0, description="Held-out evaluation every N iterations (0: before and after only).")
+    eval_seeds: int = Field(8, ge=1, description="Held-out seeds per reference world (never trained on).")
+    checkpoint_every: int = Field(1, ge=1)
+    seed: int = 0
+
+
+class Ablations(_Section):
+    no_corpus: bool = Field(False, description="The designer writes without a grounding document.")
+    no_memory: bool = Field(False, description="The designer's prompt shows no past worlds.")
+    frozen_designer: bool = Field(False, description="Only the agent is updated.")
+    fixed_pool: bool = Field(False, description="No designer at all: reference worlds only.")
+
+
+class TrainConfig(_Section):
+    preset: str = "custom"
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    designer: DesignerConfig = Field(default_factory=DesignerConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    update: UpdateConfig = Field(default_factory=UpdateConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
+    ablations: Ablations = Field(default_factory=Ablations)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainConfig:
+        low, high = self.designer.plateau
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError(f"designer.plateau must satisfy 0 <= low <= high <= 1, got {self.designer.plateau}")
+        if self.ablations.fixed_pool and self.agent.reference_tasks == 0:
+            raise ValueError("ablations.fixed_pool plays reference worlds only: agent.reference_tasks must be > 0")
+        if self.update.rows_per_update < self.designer.generations:
+            raise ValueError(
+                f"update.rows_per_update ({self.update.rows_per_update}) must hold one designer group "
+                f"(designer.generations = {self.designer.generations})"
+            )
+        return self
+
+
+QWEN3_4B = "Qwen/Qwen3-4B-Instruct-2507"
+PRESETS: dict[str, dict[str, Any]] = {
+    # The embedded SmolLM2-135M on 2 CPU cores: small enough to finish a run in about half an hour.
+    "cpu-tiny": {},
+    # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
+    "gpu-qwen3-4b": {
+        "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B, "lora_rank": 0},
+        "designer": {"documents": 16, "generations": 8, "max_tokens": 4096, "document_tokens": 1500, "smoke_seeds": 8},
+        "agent": {"plays": 8, "reference_tasks": 16, "archive_tasks": 16, "max_turns": 30, "max_tokens_per_turn": 1024},
+        "update": {"rows_per_update": 256, "learning_rate": 1e-6, "beta": 0.0, "epsilon": 0.2},
+        "run": {"iterations": 200, "eval_every": 10, "eval_seeds": 50, "checkpoint_every": 10},
+    },
+}  # fmt: skip
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; the message is one line naming the knob."""
+
+
+def load_config(preset: str = "cpu-tiny", overrides: list[str] | None = None) -> TrainConfig:
+    """A preset with `section.knob=value` overrides applied (values parse as JSON, else as text)."""
+    if preset not in PRESETS:
+        raise ConfigError(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}")
+    tree: dict[str, Any] = json.loads(json.dumps(PRESETS[preset]))
+    for override in overrides or []:
+        path, separator, raw = override.partition("=")
+        keys = path.strip().split(".")
+        if not separator or len(keys) != 2 or not all(keys):
+            raise ConfigError(f"override {override!r}: write section.knob=value, e.g. agent.plays=8")
+        section, knob = keys
+        if section not in TrainConfig.model_fields or section == "preset":
+            raise ConfigError(f"override {override!r}: no section {section!r}; sections: {_sections()}")
+        known = _section_type(section).model_fields
+        if knob not in known:
+            raise ConfigError(f"override {override!r}: {section} has no knob {knob!r}; knobs: {', '.join(known)}")
+        tree.setdefault(section, {})[knob] = _value(raw.strip())
+    try:
+        return TrainConfig.model_validate({**tree, "preset": preset})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "config"
+        given = f" (got {first['input']!r})" if first.get("input") is not None and first["loc"] else ""
+        raise ConfigError(f"{where}: {first['msg']}{given}") from None
+
+
+def _value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _sections() -> str:
+    return ", ".join(name for name in TrainConfig.model_fields if name != "preset")
+
+
+def _section_type(section: str) -> type[BaseModel]:
+    annotation = TrainConfig.model_fields[section].annotation
+    assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    return annotation
