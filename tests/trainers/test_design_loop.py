@@ -55,7 +55,7 @@ def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
     assert "Document (" in sound["sample"]["messages"][1]["content"]
     world_file = out / "worlds" / f"{sound['world_hash'][:16]}.py"
     assert world_file.read_text() == LIBRARY_SOURCE
-    plays = (out / "worlds" / sound["world_hash"][:16] / "episodes.jsonl").read_text().splitlines()
+    plays = (out / sound["plays"] / "episodes.jsonl").read_text().splitlines()
     assert len(plays) == 4  # K=2 tasks, each without and with the hint
 
     with WorldMemory.open(out / "memory.sqlite") as memory:

@@ -95,7 +95,7 @@ def design(
             run = DesignRun(uuid.uuid4().hex[:12], out, grounding, pool, sandbox, archive, settings, seed)
             for iteration in range(first, first + iterations):
                 log.info("designer iteration", iteration=iteration, documents=documents, generations=generations)
-                console.print(metrics_table(await run_iteration(run, iteration)))
+                console.print(metrics_table((await run_iteration(run, iteration)).metrics))
 
     with endpoint_urls(endpoint, served) as urls:
         anyio.run(main, urls)

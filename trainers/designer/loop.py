@@ -78,6 +78,7 @@ class DesignOutcome(BaseModel):
     sample: DesignSample
     verdict: dict[str, Any] | None = None
     world_hash: str | None = None
+    plays: str | None = Field(default=None, description="The agent's plays of the world, under the run directory.")
     regret: float | None = None
     mean_plain: float | None = None
     mean_hinted: float | None = None
@@ -116,7 +117,13 @@ def completed_iterations(out: Path) -> int:
     return sum(1 for line in metrics.read_text().splitlines() if line.strip()) if metrics.exists() else 0
 
 
-async def run_iteration(run: DesignRun, iteration: int) -> IterationMetrics:
+@dataclass(frozen=True)
+class IterationResult:
+    metrics: IterationMetrics
+    outcomes: list[DesignOutcome]
+
+
+async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     settings = run.settings
     rng = random.Random(f"{run.seed}/{iteration}")
     examples = run.memory.prompt_examples(settings.memory_examples)
@@ -160,7 +167,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationMetrics:
         designs.writelines(outcome.model_dump_json() + "\n" for outcome in outcomes)
     with (run.out / "metrics.jsonl").open("a") as lines:
         lines.write(metrics.model_dump_json() + "\n")
-    return metrics
+    return IterationResult(metrics, outcomes)
 
 
 async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict: Verdict | None) -> DesignOutcome:
@@ -173,7 +180,9 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
         return outcome
     digest = code_hash(verdict.source)
     outcome.world_hash = digest
-    regret = await _play_both_ways(run, verdict, digest)
+    plays = run.out / "worlds" / digest[:16] / sample.key.replace("/", "-")  # fresh plays for each design
+    outcome.plays = str(plays.relative_to(run.out))
+    regret = await _play_both_ways(run, verdict, digest, plays)
     await run.sandbox.unload(verdict.world)
     outcome.regret, outcome.masked_plays = regret.value, regret.masked
     outcome.mean_plain, outcome.mean_hinted = regret.mean_plain, regret.mean_hinted
@@ -200,7 +209,7 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     return outcome
 
 
-async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str) -> Regret:
+async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directory: Path) -> Regret:
     assert verdict.world is not None and verdict.source is not None
     worlds = run.out / "worlds"
     worlds.mkdir(parents=True, exist_ok=True)
@@ -209,7 +218,6 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str) -> Regr
     plan = RolloutPlan(
         run=run.run, world=str(path), tasks=run.settings.plays, hints="both", settings=run.settings.agent
     )
-    directory = worlds / digest[:16]
     with TrajectoryStore.open(directory, plan) as store:
         await run_rollout(
             plan, store, run.endpoints, SandboxWorlds(run.sandbox, verdict.world), run.settings.concurrency
