@@ -12,6 +12,7 @@ from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
 from trainers.corpus_cli import corpus_app
 from trainers.designer.cli import design
+from trainers.train_cli import train
 
 app = typer.Typer(
     help="spadework: a language model teaches itself tool use by self-play.",
@@ -25,6 +26,7 @@ app.command("episodes")(engine_cli.show)
 app.command("mock-server")(engine_cli.mock_server)
 app.command("serve")(engine_cli.serve)
 app.command("design")(design)
+app.command("train")(train)
 
 
 def _print_version(wanted: bool) -> None:

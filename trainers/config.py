@@ -23,6 +23,7 @@ class PolicyConfig(_Section):
     model: str = Field("default", description="'default' (the embedded GGUF), a .gguf path, or a HF checkpoint dir.")
     endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the embedded model.")
     served_name: str = Field("default", description="The model name sent to the endpoints.")
+    tokenizer: str | None = Field(None, description="tokens mode with --endpoints: the served model's tokenizer.")
     parallel: int = Field(4, ge=1, description="Slots of the embedded server.")
     lora_rank: int = Field(0, ge=0, description="0: full fine-tuning; otherwise a LoRA of this rank.")
 

@@ -257,6 +257,18 @@ def _record_document(record: Any, where: str, text_field: str, title_field: str 
     return Document(source=where, title=str(title) if title is not None else "", text=text)
 
 
+class NoDocumentSource:
+    """The no-corpus ablation: one empty document, so the designer writes from the contract alone."""
+
+    name = "none"
+
+    def __len__(self) -> int:
+        return 1
+
+    def document(self, index: int) -> Document:
+        return Document(source="none", title="no document", text="")
+
+
 HF_PREFIX, HF_STREAM_PREFIX = "hf:", "hf-stream:"
 STREAM_WINDOW = 10_000
 
@@ -326,6 +338,8 @@ def open_source(spec: str, text_field: str = "text") -> Source:
     """`builtin`, a `.jsonl` or `.parquet` file, a folder of text files, or a Hugging Face dataset (`hf:...`)."""
     if spec == "builtin":
         return BuiltinSource()
+    if spec == "none":
+        return NoDocumentSource()
     if spec.startswith((HF_PREFIX, HF_STREAM_PREFIX)):
         return open_hf_source(spec, text_field)
     path = Path(spec).expanduser()

@@ -49,6 +49,12 @@ Document ({title}):
 Reply with the complete Python file in one ```python code block."""
 
 
+NO_DOCUMENT = """Write one new toolworld in a domain of your choice. Make the task take several tool calls,
+give partial credit, and make the hint helpful but not the answer.
+{memory}
+Reply with the complete Python file in one ```python code block."""
+
+
 def designer_messages(document: Document, memory: list[RememberedWorld]) -> list[dict[str, str]]:
     """The chat messages that ask the designer for one world."""
     remembered = ""
@@ -57,5 +63,8 @@ def designer_messages(document: Document, memory: list[RememberedWorld]) -> list
         remembered = (
             "\nWorlds you wrote before, and how the agent did (aim between too easy and too hard):\n" + lines + "\n"
         )
-    request = REQUEST.format(title=document.title, text=document.text.strip(), memory=remembered)
+    if not document.text.strip():  # the no-corpus ablation
+        request = NO_DOCUMENT.format(memory=remembered)
+    else:
+        request = REQUEST.format(title=document.title, text=document.text.strip(), memory=remembered)
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": request}]

@@ -1,0 +1,171 @@
+"""The self-play training loop: one policy, two roles, one GRPO update per iteration.
+
+    designer phase (G replies per document) -> gates, sandbox, memory -> agent plays of the new worlds
+    (K without and K with the hint) and of reference tasks -> rows for both roles (token-exact, infra
+    failures masked) -> advantages per group, scaled per role -> one update -> weights to the server
+
+Held-out success (reference worlds, seeds never trained on, with and without the hint) is measured before
+the first iteration and after the last (and every `run.eval_every` iterations). Everything lands in the
+run directory: the designer's files (see `trainers.designer.loop`), `reference/` plays, `train.jsonl`
+(one line per iteration: rows, skipped rows and why, mean returns, seconds per stage) and `eval.jsonl`.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from pydantic import BaseModel
+
+from engine.endpoints import EndpointPool
+from engine.environments import LocalWorlds
+from engine.rollout import RolloutPlan, run_rollout
+from engine.settings import EpisodeSettings
+from engine.store import TrajectoryStore, read_records
+from engine.trajectory import EpisodeRecord
+from toolworlds.registry import builtin_worlds
+from trainers.config import TrainConfig
+from trainers.designer.loop import DesignRun, IterationResult, run_iteration
+from trainers.grpo import Learner
+from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages
+
+log = structlog.get_logger()
+HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
+
+
+class IterationReport(BaseModel):
+    """One line of `train.jsonl`."""
+
+    iteration: int
+    rows: dict[str, int]
+    skipped: dict[str, int]
+    agent_return: float | None
+    designer_reward: float | None
+    valid_worlds: int
+    seconds: dict[str, float]
+
+
+class HeldOut(BaseModel):
+    """One line of `eval.jsonl`: held-out success per reference world, without and with the hint."""
+
+    after_iteration: int  # -1: before training
+    success_plain: dict[str, float]
+    success_hinted: dict[str, float]
+    mean_plain: float
+    mean_hinted: float
+
+
+@dataclass
+class SelfPlay:
+    """One run's loop; the caller opens and closes the resources (server, pools, memory, learner)."""
+
+    config: TrainConfig
+    out: Path
+    design: DesignRun
+    endpoints: EndpointPool
+    agent: EpisodeSettings
+    learner: Learner | None
+
+    async def iteration(self, index: int) -> IterationReport:
+        clock: dict[str, float] = {}
+        started = time.perf_counter()
+        designed: IterationResult | None = None
+        if not self.config.ablations.fixed_pool:
+            designed = await run_iteration(self.design, index)
+        clock["design"] = time.perf_counter() - started
+
+        started = time.perf_counter()
+        reference = await self.reference_plays(index)
+        clock["reference"] = time.perf_counter() - started
+
+        rows, skipped = self.rows(designed, reference)
+        started = time.perf_counter()
+        if self.learner is not None and rows:
+            scored = with_advantages(rows, scale=self.config.update.scale)
+            await anyio.to_thread.run_sync(self.learner.update, scored)  # the update runs in TRL's thread
+        clock["update"] = time.perf_counter() - started
+        report = IterationReport(
+            iteration=index,
+            rows={role: sum(row.role == role for row in rows) for role in ("agent", "designer")},
+            skipped=dict(skipped.reasons),
+            agent_return=_mean([row.reward for row in rows if row.role == "agent"]),
+            designer_reward=_mean([row.reward for row in rows if row.role == "designer"]),
+            valid_worlds=designed.metrics.valid_after_repair if designed else 0,
+            seconds={name: round(value, 3) for name, value in clock.items()},
+        )
+        with (self.out / "train.jsonl").open("a") as lines:
+            lines.write(report.model_dump_json() + "\n")
+        log.info("iteration done", **report.model_dump(exclude={"skipped"}))
+        return report
+
+    def rows(
+        self, designed: IterationResult | None, reference: list[EpisodeRecord]
+    ) -> tuple[list[TrainingRow], Skipped]:
+        """Both roles' rows of one iteration; the frozen-designer ablation keeps only the agent's."""
+        records = list(reference)
+        if designed is not None:
+            for outcome in designed.outcomes:
+                if outcome.plays:
+                    records += read_records(self.out / outcome.plays)
+        rows, skipped = agent_rows(records)
+        if designed is not None and not self.config.ablations.frozen_designer:
+            more, also = designer_rows(designed.outcomes)
+            rows += more
+            skipped.reasons.update(also.reasons)
+        return rows, skipped
+
+    async def reference_plays(self, index: int) -> list[EpisodeRecord]:
+        """`agent.reference_tasks` tasks of the reference worlds, K samples each way, on training seeds."""
+        tasks = self.config.agent.reference_tasks
+        if tasks == 0:
+            return []
+        rng = random.Random(f"{self.config.run.seed}/reference/{index}")
+        names = sorted(builtin_worlds())
+        records: list[EpisodeRecord] = []
+        for task in range(tasks):
+            world = names[(index * tasks + task) % len(names)]
+            seed = rng.randrange(HELD_OUT_FIRST_SEED)
+            directory = self.out / "reference" / f"{index}-{task}-{world}"
+            records += await self._play(world, seed, self.config.agent.plays, directory)
+        return records
+
+    async def held_out(self, after: int) -> HeldOut:
+        """Success on held-out seeds of every reference world, once without and once with the hint."""
+        plain: dict[str, float] = {}
+        hinted: dict[str, float] = {}
+        for world in sorted(builtin_worlds()):
+            directory = self.out / "eval" / f"after-{after}-{world}"
+            records = await self._play(world, HELD_OUT_FIRST_SEED, 1, directory, tasks=self.config.run.eval_seeds)
+            for hint, into in ((False, plain), (True, hinted)):
+                scored = [r.reward for r in records if r.key.hinted is hint and r.reward is not None]
+                into[world] = sum(score >= 1.0 for score in scored) / len(scored) if scored else 0.0
+        result = HeldOut(
+            after_iteration=after,
+            success_plain=plain,
+            success_hinted=hinted,
+            mean_plain=statistics.fmean(plain.values()),
+            mean_hinted=statistics.fmean(hinted.values()),
+        )
+        with (self.out / "eval.jsonl").open("a") as lines:
+            lines.write(result.model_dump_json() + "\n")
+        log.info(
+            "held-out success", after=after, plain=round(result.mean_plain, 3), hinted=round(result.mean_hinted, 3)
+        )
+        return result
+
+    async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1) -> list[Any]:
+        plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
+                           hints="both", settings=self.agent)  # fmt: skip
+        with TrajectoryStore.open(directory, plan) as store:
+            await run_rollout(plan, store, self.endpoints, LocalWorlds(world), self.design.settings.concurrency)
+        return list(read_records(directory))
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
