@@ -55,6 +55,10 @@ fmt:
     ruff format .
     ruff check --fix .
 
+# Self-play training on the embedded model (preset cpu-tiny): `just train-tools --set run.iterations=5`.
+train-tools *flags="": model
+    spadework train --preset cpu-tiny --out "runs/train-tools/$(date +%Y%m%d-%H%M%S)" {{flags}}
+
 # Designer iterations with the embedded model: write worlds, validate, play with and without the hint, regret.
 design out="runs/design" *flags="": model
     spadework design --out {{out}} {{flags}}

@@ -38,7 +38,7 @@ def train(
     overrides: Annotated[
         list[str], typer.Option("--set", help="Override a knob: --set agent.plays=8 (repeatable).")
     ] = [],  # noqa: B006
-    out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/train"),
+    out: Annotated[Path, typer.Option(help="Run directory (new or empty).")] = Path("runs/train"),
 ) -> None:
     """Self-play training: the designer writes worlds, the agent plays them, one GRPO update per iteration."""
     try:
@@ -55,6 +55,8 @@ def train(
         corpus = Corpus(open_source(source), max_tokens=config.designer.document_tokens)
     except CorpusError as error:
         raise typer.BadParameter(str(error), param_hint="--set designer.corpus") from None
+    if out.exists() and any(out.iterdir()):
+        raise typer.BadParameter(f"{out} already holds a run; give a new --out (resuming a run is not built yet)")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(config.model_dump_json(indent=2))
     with ExitStack() as stack:

@@ -63,6 +63,10 @@ def test_a_bad_setting_stops_the_run_before_it_starts(tmp_path: Path) -> None:
         command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"}
     )
     assert completed.returncode == 2 and "agent.plays: Input should be greater than or equal to 1" in completed.stderr
+    (tmp_path / "train.jsonl").write_text("{}\n")
+    again = subprocess.run([*SPADEWORK, "train", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert again.returncode == 2 and "already holds a run" in again.stderr
 
 
 @pytest.fixture
