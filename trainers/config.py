@@ -29,9 +29,9 @@ class PolicyConfig(_Section):
 
 
 class DesignerConfig(_Section):
-    documents: int = Field(2, ge=1, description="Grounding documents per iteration.")
+    documents: int = Field(1, ge=1, description="Grounding documents per iteration.")
     generations: int = Field(2, ge=1, description="G: designer replies per document (one GRPO group).")
-    max_tokens: int = Field(1024, ge=64)
+    max_tokens: int = Field(512, ge=64)
     temperature: float = Field(0.8, ge=0.0)
     corpus: str = "builtin"
     document_tokens: int = Field(400, ge=32)
@@ -39,11 +39,11 @@ class DesignerConfig(_Section):
     plateau: tuple[float, float] = (0.4, 0.6)
     plateau_weight: float = 0.5
     invalid_penalty: float = -1.0
-    smoke_seeds: int = Field(4, ge=1)
+    smoke_seeds: int = Field(3, ge=1)
 
 
 class AgentConfig(_Section):
-    plays: int = Field(4, ge=1, description="K: plays of each task without and with the hint.")
+    plays: int = Field(2, ge=1, description="K: plays of each task without and with the hint.")
     reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
     archive_tasks: int = Field(0, ge=0, description="Tasks from archived frontier worlds per iteration.")
     mode: Mode = "tokens"
@@ -53,7 +53,7 @@ class AgentConfig(_Section):
 
 
 class UpdateConfig(_Section):
-    rows_per_update: int = Field(8, ge=1)
+    rows_per_update: int = Field(4, ge=1)
     learning_rate: float = Field(1e-5, gt=0.0)
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference policy.")
     epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
@@ -62,9 +62,9 @@ class UpdateConfig(_Section):
 
 
 class RunConfig(_Section):
-    iterations: int = Field(3, ge=1)
+    iterations: int = Field(2, ge=1)
     eval_every: int = Field(0, ge=0, description="Held-out evaluation every N iterations (0: before and after only).")
-    eval_seeds: int = Field(8, ge=1, description="Held-out seeds per reference world (never trained on).")
+    eval_seeds: int = Field(2, ge=1, description="Held-out seeds per reference world (never trained on).")
     checkpoint_every: int = Field(1, ge=1)
     seed: int = 0
 
