@@ -54,6 +54,7 @@ class AgentConfig(_Section):
 
 class UpdateConfig(_Section):
     rows_per_update: int = Field(4, ge=1)
+    rows_per_pass: int = Field(1, ge=1, description="Rows per forward/backward pass (memory); the rest accumulates.")
     learning_rate: float = Field(1e-5, gt=0.0)
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference policy.")
     epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
@@ -92,6 +93,11 @@ class TrainConfig(_Section):
             raise ValueError(f"designer.plateau must satisfy 0 <= low <= high <= 1, got {self.designer.plateau}")
         if self.ablations.fixed_pool and self.agent.reference_tasks == 0:
             raise ValueError("ablations.fixed_pool plays reference worlds only: agent.reference_tasks must be > 0")
+        if self.update.rows_per_update % self.update.rows_per_pass:
+            raise ValueError(
+                f"update.rows_per_update ({self.update.rows_per_update}) must be a multiple of "
+                f"update.rows_per_pass ({self.update.rows_per_pass})"
+            )
         if self.update.rows_per_update < self.designer.generations:
             raise ValueError(
                 f"update.rows_per_update ({self.update.rows_per_update}) must hold one designer group "

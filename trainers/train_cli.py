@@ -111,7 +111,8 @@ async def _run(
     )
     model, hf_tokenizer = load_policy(gguf)
     feed = RowFeed()
-    update = UpdateSettings(rows_per_update=config.update.rows_per_update, learning_rate=config.update.learning_rate,
+    update = UpdateSettings(rows_per_update=config.update.rows_per_update, rows_per_pass=config.update.rows_per_pass,
+                            learning_rate=config.update.learning_rate,
                             beta=config.update.beta, epsilon=config.update.epsilon,
                             max_completion_length=config.update.max_completion_length)  # fmt: skip
     trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / "trainer", config.run.iterations)
