@@ -11,6 +11,7 @@ per-token ids and logprobs (the engine's `tokens` mode), `/health`, `/tokenize` 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -125,6 +126,13 @@ def serve_forever(settings: ServerSettings) -> None:
         log.info("server stopped", url=f"{url}/v1")
 
 
+def _stop_with_parent() -> None:
+    """Runs in the child before exec: SIGTERM it when the thread that started it dies (with the process,
+    for a server started from the main thread), so a killed run leaves no server behind."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 class EmbeddedServer:
     """`spadework serve` in a child process: start, wait until healthy, reload another model, stop.
 
@@ -150,7 +158,9 @@ class EmbeddedServer:
         started = time.monotonic()
         # llama.cpp logs every request on stderr: to a file, so an unread pipe can never stall the server.
         self._log = tempfile.NamedTemporaryFile(prefix="spadework-serve-", suffix=".log", delete=False)  # noqa: SIM115
-        self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._log, text=True)
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=self._log, text=True, preexec_fn=_stop_with_parent
+        )
         self._url = self._await_ready(self._process)
         # A reload comes back on the same port, so clients holding the URL keep working.
         self.settings = replace(self.settings, port=urlsplit(self._url).port or 0)

@@ -177,3 +177,42 @@ def test_missing_or_wrong_model_files_are_clear_errors(tmp_path: Path, monkeypat
     monkeypatch.setattr("engine.local_models.DEFAULT_MODEL_PACKAGE", "llm-absent-model")
     with pytest.raises(ModelNotFoundError, match="just model"):
         resolve_gguf("default")
+
+
+OWNER = """
+import sys, time
+from engine.llama_server import EmbeddedServer, ServerSettings
+from engine.local_models import default_gguf
+server = EmbeddedServer(ServerSettings(model=default_gguf(), parallel=1, context=2048))
+server.start()
+print(server._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_owner_leaves_no_server_behind() -> None:
+    """SIGKILL gives the owner no chance to stop its server: the server must notice and go by itself."""
+    import os
+    import signal
+    import time
+
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        line = owner.stdout.readline()
+        while not line.strip().isdigit():  # log lines come first
+            line = owner.stdout.readline()
+        child = int(line)
+        os.kill(child, 0)  # the server runs
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError(f"the server {child} outlived its killed owner")
