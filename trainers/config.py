@@ -45,7 +45,6 @@ class DesignerConfig(_Section):
 class AgentConfig(_Section):
     plays: int = Field(2, ge=1, description="K: plays of each task without and with the hint.")
     reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
-    archive_tasks: int = Field(0, ge=0, description="Tasks from archived frontier worlds per iteration.")
     mode: Mode = "tokens"
     max_turns: int = Field(4, ge=1)
     max_tokens_per_turn: int = Field(128, ge=8)
@@ -114,7 +113,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "gpu-qwen3-4b": {
         "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B, "lora_rank": 0},
         "designer": {"documents": 16, "generations": 8, "max_tokens": 4096, "document_tokens": 1500, "smoke_seeds": 8},
-        "agent": {"plays": 8, "reference_tasks": 16, "archive_tasks": 16, "max_turns": 30, "max_tokens_per_turn": 1024},
+        "agent": {"plays": 8, "reference_tasks": 16, "max_turns": 30, "max_tokens_per_turn": 1024},
         "update": {"rows_per_update": 256, "learning_rate": 1e-6, "beta": 0.0, "epsilon": 0.2},
         "run": {"iterations": 200, "eval_every": 10, "eval_seeds": 50, "checkpoint_every": 10},
     },
