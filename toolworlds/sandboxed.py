@@ -20,7 +20,7 @@ from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import OraclePolicy, RandomPolicy
 from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo
 from toolworlds.sessions import HostedEpisode
-from toolworlds.tool import ArgumentProblem, schema_problems
+from toolworlds.tool import ArgumentProblem, openai_function, schema_problems
 
 T = TypeVar("T")
 LOCAL_DEFS = "#/$defs/"
@@ -68,8 +68,7 @@ class DescribedTool:
         return (None, problems) if problems else (arguments, [])
 
     def openai_function(self) -> dict[str, Any]:
-        function = {"name": self.name, "description": self.description, "parameters": self.input_schema}
-        return {"type": "function", "function": function}
+        return openai_function(self.name, self.description, self.input_schema)
 
 
 class DescribedWorld:

@@ -82,10 +82,7 @@ class ToolSpec:
 
     def openai_function(self) -> dict[str, Any]:
         """The entry for an OpenAI-style `tools` list."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
-        }
+        return openai_function(self.name, self.description, self.input_schema)
 
     def validate(self, arguments: object) -> tuple[BaseModel | None, list[ArgumentProblem]]:
         """Parse arguments; on failure return the problems, one per named field."""
@@ -113,6 +110,11 @@ class ToolSpec:
     def dump_result(self, value: object) -> Any:
         """The JSON form of a tool's return value, as its output schema describes it."""
         return self.returns.dump_python(value, mode="json")
+
+
+def openai_function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+    """One entry of an OpenAI-style `tools` list: for a `ToolSpec`, and for a sandboxed world's schemas."""
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
 def schema_problems(validator: Draft202012Validator, arguments: dict[str, Any]) -> list[ArgumentProblem]:

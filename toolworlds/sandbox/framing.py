@@ -31,25 +31,13 @@ class FrameError(Exception):
     """The other side broke the protocol or went away mid-frame."""
 
 
-def read_exactly(descriptor: int, size: int) -> bytes:
-    """Blocking read of exactly `size` bytes; the worker's side of the pipe."""
-    chunks, wanted = [], size
-    while wanted:
-        chunk = os.read(descriptor, wanted)
-        if not chunk:
-            raise FrameError(f"pipe closed with {wanted} of {size} bytes unread")
-        chunks.append(chunk)
-        wanted -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(descriptor: int) -> Any:
-    (size,) = HEADER.unpack(read_exactly(descriptor, HEADER.size))
-    return decode(read_exactly(descriptor, size))
-
-
 def write_frame(descriptor: int, message: Any) -> None:
-    view = memoryview(encode(message))
+    write_all(descriptor, encode(message))
+
+
+def write_all(descriptor: int, data: bytes) -> None:
+    """Blocking write of all of `data`; the worker's side of the pipe."""
+    view = memoryview(data)
     while view:
         view = view[os.write(descriptor, view) :]
 

@@ -33,6 +33,7 @@ from toolworlds.sandbox.workers import (
     WorkerSettings,
     WorldTimeout,
 )
+from toolworlds.tool import openai_function
 
 log = structlog.get_logger()
 
@@ -90,11 +91,7 @@ class WorldInfo:
     tools: list[dict[str, Any]]
 
     def openai_tools(self) -> list[dict[str, Any]]:
-        return [
-            {"type": "function", "function": {"name": t["name"], "description": t["description"],
-                                              "parameters": t["input_schema"]}}
-            for t in self.tools
-        ]  # fmt: skip
+        return [openai_function(t["name"], t["description"], t["input_schema"]) for t in self.tools]
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from toolworlds.sandbox.confine import Limits, confine
-from toolworlds.sandbox.framing import FrameError, FrameReader, encode, read_frame, write_frame
+from toolworlds.sandbox.framing import FrameError, FrameReader, encode, write_all, write_frame
 
 # Imported lazily by pydantic or the standard library once worlds run; after the uid drop the interpreter's
 # own files may be unreadable (a Python under /root), so these must be in memory before.
@@ -142,7 +142,8 @@ def _describe(error: BaseException) -> str:
 
 
 def serve(requests: int, replies: int) -> None:
-    setup = read_frame(requests)
+    incoming = FrameReader(requests)
+    setup = incoming.next()
     workdir = Path(setup["workdir"])
     _preload()
     report = confine(workdir, Limits(**setup["limits"]), parent=int(setup["parent"]))
@@ -150,12 +151,12 @@ def serve(requests: int, replies: int) -> None:
     tempfile.tempdir = str(workdir)
     host = WorldHost(int(setup["max_reply_bytes"]))
     write_frame(replies, {"ok": {"pid": os.getpid(), "layers": report.layers, "missing": report.missing}})
-    incoming = FrameReader(requests, spin=float(setup["spin_seconds"]))
+    incoming.spin = float(setup["spin_seconds"])
     outgoing: list[bytes] = []
     oldest = 0.0
     while True:
         if not incoming.pending() and outgoing:  # about to wait: send what is done first
-            _write_all(replies, b"".join(outgoing))
+            write_all(replies, b"".join(outgoing))
             outgoing.clear()
         try:
             request = incoming.next()
@@ -165,14 +166,8 @@ def serve(requests: int, replies: int) -> None:
             oldest = time.monotonic()
         outgoing.append(host.answer(request))
         if time.monotonic() - oldest > FLUSH_SECONDS:  # a long batch must not hold early replies back
-            _write_all(replies, b"".join(outgoing))
+            write_all(replies, b"".join(outgoing))
             outgoing.clear()
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(descriptor, view) :]
 
 
 def main() -> None:
