@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import anyio
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
+from toolworlds.play import LocalEpisode
 from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxEpisode, SandboxPool, WorldInfo
 
@@ -33,12 +34,12 @@ class Environment(Protocol):
 
 
 class LocalEnvironment:
-    """A trusted world in this process; one instance per episode."""
+    """A trusted world in this process (a `LocalEpisode`), its steps under the shared limiter; one per episode."""
 
     def __init__(
         self, world_class: type[ToolWorld[Any]], tools: list[dict[str, Any]], steps: anyio.CapacityLimiter
     ) -> None:
-        self._world = world_class()
+        self._episode = LocalEpisode(world_class())
         self._steps = steps
         self.name = world_class.name
         self.description = world_class.description
@@ -46,18 +47,17 @@ class LocalEnvironment:
 
     async def reset(self, seed: int) -> Task:
         async with self._steps:
-            return self._world.reset(seed)
+            return await self._episode.reset(seed)
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
         async with self._steps:
-            return self._world.step(action)
+            return await self._episode.step(action)
 
     async def score(self) -> tuple[float, str]:
-        card = self._world.grade()
-        return card.score, card.summary()
+        return await self._episode.grade()
 
     async def close(self) -> None:
-        return None
+        await self._episode.close()
 
 
 class LocalWorlds:
