@@ -55,9 +55,18 @@ fmt:
     ruff format .
     ruff check --fix .
 
-# Self-play training on the embedded model (preset cpu-tiny): `just train-tools --set run.iterations=5`.
+# Self-play training on the embedded model (preset cpu-tiny), then its report: `just train-tools --set run.iterations=5`.
 train-tools *flags="": model
-    spadework train --preset cpu-tiny --out "runs/train-tools/$(date +%Y%m%d-%H%M%S)" {{flags}}
+    #!/usr/bin/env bash
+    set -euo pipefail
+    run="runs/train-tools/$(date +%Y%m%d-%H%M%S)"
+    spadework train --preset cpu-tiny --out "$run" {{flags}}
+    spadework report "$run"
+
+# Continue a killed (or finished) training run from its last checkpoint: `just resume runs/train-tools/<time>`.
+resume run *flags="": model
+    spadework train --resume {{run}} {{flags}}
+    spadework report {{run}}
 
 # Designer iterations with the embedded model: write worlds, validate, play with and without the hint, regret.
 design out="runs/design" *flags="": model

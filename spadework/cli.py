@@ -12,7 +12,7 @@ from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
 from trainers.corpus_cli import corpus_app
 from trainers.designer.cli import design
-from trainers.train_cli import train
+from trainers.train_cli import report, train
 
 app = typer.Typer(
     help="spadework: a language model teaches itself tool use by self-play.",
@@ -27,6 +27,7 @@ app.command("mock-server")(engine_cli.mock_server)
 app.command("serve")(engine_cli.serve)
 app.command("design")(design)
 app.command("train")(train)
+app.command("report")(report)
 
 
 def _print_version(wanted: bool) -> None:

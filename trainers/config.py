@@ -8,6 +8,7 @@ embedded model on 2 cores, minutes per iteration) and `gpu-qwen3-4b` (vLLM endpo
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -25,7 +26,6 @@ class PolicyConfig(_Section):
     served_name: str = Field("default", description="The model name sent to the endpoints.")
     tokenizer: str | None = Field(None, description="tokens mode with --endpoints: the served model's tokenizer.")
     parallel: int = Field(4, ge=1, description="Slots of the embedded server.")
-    lora_rank: int = Field(0, ge=0, description="0: full fine-tuning; otherwise a LoRA of this rank.")
 
 
 class DesignerConfig(_Section):
@@ -45,6 +45,7 @@ class DesignerConfig(_Section):
 class AgentConfig(_Section):
     plays: int = Field(2, ge=1, description="K: plays of each task without and with the hint.")
     reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
+    archive_tasks: int = Field(1, ge=0, description="Archived frontier worlds replayed per iteration (least reused).")
     mode: Mode = "tokens"
     max_turns: int = Field(4, ge=1)
     max_tokens_per_turn: int = Field(128, ge=8)
@@ -59,13 +60,18 @@ class UpdateConfig(_Section):
     epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
     scale: Literal["role", "group", "none"] = "role"
     max_completion_length: int = Field(4096, ge=16)
+    importance_sampling: Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"] = Field(
+        "token_truncate", description="Correct for the serving engine sampling from other weights (quantized, stale)."
+    )
+    importance_sampling_cap: float = Field(3.0, gt=1.0, description="Ratios above this are truncated (or masked).")
+    gradient_checkpointing: bool = Field(True, description="Recompute activations in backward: far less memory.")
 
 
 class RunConfig(_Section):
     iterations: int = Field(2, ge=1)
     eval_every: int = Field(0, ge=0, description="Held-out evaluation every N iterations (0: before and after only).")
     eval_seeds: int = Field(2, ge=1, description="Held-out seeds per reference world (never trained on).")
-    checkpoint_every: int = Field(1, ge=1)
+    checkpoint_every: int = Field(1, ge=1, description="Iterations between checkpoints (`--resume` continues there).")
     seed: int = 0
 
 
@@ -111,9 +117,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny": {},
     # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
     "gpu-qwen3-4b": {
-        "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B, "lora_rank": 0},
+        "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B},
         "designer": {"documents": 16, "generations": 8, "max_tokens": 4096, "document_tokens": 1500, "smoke_seeds": 8},
-        "agent": {"plays": 8, "reference_tasks": 16, "max_turns": 30, "max_tokens_per_turn": 1024},
+        "agent": {"plays": 8, "reference_tasks": 16, "archive_tasks": 16, "max_turns": 30, "max_tokens_per_turn": 1024},
         "update": {"rows_per_update": 256, "learning_rate": 1e-6, "beta": 0.0, "epsilon": 0.2},
         "run": {"iterations": 200, "eval_every": 10, "eval_seeds": 50, "checkpoint_every": 10},
     },
@@ -129,7 +135,22 @@ def load_config(preset: str = "cpu-tiny", overrides: list[str] | None = None) ->
     if preset not in PRESETS:
         raise ConfigError(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}")
     tree: dict[str, Any] = json.loads(json.dumps(PRESETS[preset]))
+    return _configured({**tree, "preset": preset}, overrides or [])
+
+
+def resumed_config(path: Path, overrides: list[str] | None = None) -> TrainConfig:
+    """A run's saved config; on resume only `run.*` knobs may change (e.g. more iterations), since the
+    checkpoint was made by the rest."""
+    if not path.exists():
+        raise ConfigError(f"{path} is missing: not a spadework training run")
     for override in overrides or []:
+        if not override.strip().startswith("run."):
+            raise ConfigError(f"override {override!r}: a resumed run keeps its config; only run.* knobs can change")
+    return _configured(json.loads(path.read_text()), overrides or [])
+
+
+def _configured(tree: dict[str, Any], overrides: list[str]) -> TrainConfig:
+    for override in overrides:
         path, separator, raw = override.partition("=")
         keys = path.strip().split(".")
         if not separator or len(keys) != 2 or not all(keys):
@@ -142,7 +163,7 @@ def load_config(preset: str = "cpu-tiny", overrides: list[str] | None = None) ->
             raise ConfigError(f"override {override!r}: {section} has no knob {knob!r}; knobs: {', '.join(known)}")
         tree.setdefault(section, {})[knob] = _value(raw.strip())
     try:
-        return TrainConfig.model_validate({**tree, "preset": preset})
+        return TrainConfig.model_validate(tree)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "config"

@@ -5,6 +5,11 @@ for a batch it hands over the next rows the self-play loop produced (token ids a
 `env_mask` keeping tool results and template glue out of the loss). The advantages are computed by
 `trainers.rows` (centred per group, scaled per role) and passed as the reward with TRL's own scaling off,
 so TRL's group-mean subtraction leaves them unchanged.
+
+The rows were sampled by a serving engine (llama.cpp on a quantized export, or vLLM), not by the float
+model being trained, so the two disagree on every token's probability. TRL corrects for that only on its
+vLLM path; `grpo_trainer` switches that path on for the engine's rows (`importance_sampling`), so the loss
+is weighted by the truncated ratio between the trainer's and the sampler's probabilities.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from trainers.rows import TrainingRow, rollout_batch
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
+
+
+ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
 
 
 @dataclass(frozen=True)
@@ -34,12 +42,19 @@ class UpdateSettings:
     epsilon: float = 0.2  # PPO clip
     max_completion_length: int = 4096
     wait_seconds: float = 3600.0  # how long an update waits for the self-play loop's next rows
+    importance_sampling: ImportanceSampling = "token_truncate"  # or "off"
+    importance_sampling_cap: float = 3.0  # ratios above are truncated (or masked, in the *_mask modes)
+    gradient_checkpointing: bool = True  # recompute activations in the backward pass: far less memory on long rows
 
     def __post_init__(self) -> None:
         if self.rows_per_update % self.rows_per_pass:
             raise ValueError(
                 f"rows_per_update ({self.rows_per_update}) must be a multiple of rows_per_pass ({self.rows_per_pass})"
             )
+
+
+class TrainingStopped(Exception):
+    """Raised inside TRL's loop to end it when the self-play run is over."""
 
 
 class RowFeed:
@@ -51,7 +66,7 @@ class RowFeed:
     """
 
     def __init__(self, wait_seconds: float = 3600.0) -> None:
-        self._rows: queue.Queue[TrainingRow] = queue.Queue()
+        self._rows: queue.Queue[TrainingRow | None] = queue.Queue()
         self._updates: queue.Queue[int] = queue.Queue()
         self.wait_seconds = wait_seconds
         self.batches = 0
@@ -67,8 +82,14 @@ class RowFeed:
             rows = [self._rows.get(timeout=self.wait_seconds) for _ in prompts]
         except queue.Empty:
             raise TimeoutError(f"no training rows arrived within {self.wait_seconds:g} s") from None
+        if None in rows:
+            raise TrainingStopped
         self.batches += 1
-        return rollout_batch(rows)
+        return rollout_batch([row for row in rows if row is not None])
+
+    def stop(self) -> None:
+        """End training at the next request for rows (the run may stop before TRL's last step)."""
+        self._rows.put(None)
 
     def update_finished(self) -> None:
         """Called when training ends: the last update is done too."""
@@ -105,43 +126,83 @@ def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[Tr
     return chosen + padding
 
 
+class SaveWhenAsked:
+    """A transformers callback: after the next optimiser step, write a full checkpoint (weights,
+    optimizer, scheduler, RNG, trainer state) to `output_dir/checkpoint-<step>`."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+
+    def __getattr__(self, event: str) -> Any:  # every other callback event: nothing to do
+        if event.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(event)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if self.asked.is_set():
+            self.asked.clear()
+            control.should_save = True
+        return control
+
+
 class Learner:
     """TRL's training loop in a thread, one update per `update(rows)`, weights pushed after each.
 
     The self-play loop stays in charge: it samples, hands rows over, and gets control back once the
-    update is applied and the serving endpoint has the new weights (`sync`, e.g. `GGUFReloadSync`).
+    update is applied (and checkpointed, when asked) and the serving endpoint has the new weights
+    (`sync`, e.g. `GGUFReloadSync`). `resume_from` continues from a trainer checkpoint: weights,
+    optimizer, scheduler and RNG as they were after its update.
     """
 
-    def __init__(self, trainer: Any, feed: RowFeed, sync: Any | None, rows_per_update: int, seed: int = 0) -> None:
+    def __init__(self, trainer: Any, feed: RowFeed, sync: Any | None, rows_per_update: int, seed: int = 0,
+                 resume_from: Path | None = None, updates_done: int = 0) -> None:  # fmt: skip
         self.trainer = trainer
         self.feed = feed
         self.sync = sync
         self.rows_per_update = rows_per_update
-        self.updates = 0
-        self._rng = random.Random(seed)
+        self.seed = seed
+        self.updates = updates_done
+        self._saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveWhenAsked))
+        self._resume_from = resume_from
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._train, name="grpo-learner", daemon=True)
         self._thread.start()
 
     def _train(self) -> None:
         try:
-            self.trainer.train()
+            resume = str(self._resume_from) if self._resume_from else None
+            self.trainer.train(resume_from_checkpoint=resume)
+        except TrainingStopped:
+            pass
         except BaseException as error:  # handed to the self-play loop, which re-raises it
             self._failure = error
         finally:
             self.feed.update_finished()
 
-    def update(self, rows: list[TrainingRow], timeout: float = 3600.0) -> None:
-        """Apply one GRPO update on `rows` and push the new weights; raises what the trainer raised."""
-        self.feed.put(fit_batch(rows, self.rows_per_update, self._rng))
+    def update(self, rows: list[TrainingRow], checkpoint: bool = False, timeout: float = 3600.0) -> Path | None:
+        """Apply one GRPO update on `rows` and push the new weights; raises what the trainer raised.
+
+        With `checkpoint`, the trainer also writes a full checkpoint after the step; its path is returned.
+        """
+        rng = random.Random(f"{self.seed}/batch/{self.updates}")  # the same batch on a resumed run
+        if checkpoint:
+            self._saver.asked.set()
+        self.feed.put(fit_batch(rows, self.rows_per_update, rng))
         self.feed.wait_for_update(timeout)
         if self._failure is not None:
             raise RuntimeError(f"the GRPO trainer failed: {self._failure!r}") from self._failure
         self.updates += 1
+        saved = None
+        if checkpoint:
+            saved = Path(self.trainer.args.output_dir) / f"checkpoint-{self.trainer.state.global_step}"
+            if not saved.is_dir():
+                raise RuntimeError(f"the trainer did not write the checkpoint {saved}")
         if self.sync is not None:
             self.sync.push(self.trainer.model)
+        return saved
 
     def close(self, timeout: float = 60.0) -> None:
+        self.feed.stop()
         self._thread.join(timeout)
 
 
@@ -151,7 +212,8 @@ def advantage_reward(env_reward: list[float], **_: Any) -> list[float]:
 
 
 def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSettings, out: Path, updates: int) -> Any:
-    """A `GRPOTrainer` that runs `updates` optimiser steps, each on `rows_per_update` rows from `feed`."""
+    """A `GRPOTrainer` that runs up to `updates` optimiser steps, each on `rows_per_update` rows from `feed`,
+    and checkpoints when a `Learner` asks (at most the two newest are kept)."""
     from datasets import Dataset
     from trl.trainer.grpo_config import GRPOConfig
     from trl.trainer.grpo_trainer import GRPOTrainer
@@ -171,21 +233,55 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         scale_rewards="none",
         logging_steps=1,
         report_to=[],
-        save_strategy="no",
+        save_strategy="no",  # checkpoints are written when the self-play loop asks (SaveWhenAsked)
+        save_total_limit=2,
+        vllm_importance_sampling_correction=settings.importance_sampling != "off",
+        vllm_importance_sampling_mode=_is_mode(settings.importance_sampling),
+        vllm_importance_sampling_clip_max=settings.importance_sampling_cap,
         use_cpu=not _has_accelerator(),
-        gradient_checkpointing=False,
+        gradient_checkpointing=settings.gradient_checkpointing,
         bf16=False,
     )
     # TRL samples prompts from a dataset; each prompt only asks the feed for one row.
     prompts = Dataset.from_dict({"prompt": ["(rows come from the engine)"] * settings.rows_per_update})
-    return GRPOTrainer(
+    trainer = GRPOTrainer(
         model=model,
         reward_funcs=[advantage_reward],
         args=args,
         train_dataset=prompts,
         processing_class=tokenizer,
         rollout_func=feed,
+        callbacks=[SaveWhenAsked()],
     )
+    if settings.importance_sampling != "off":
+        _correct_for_the_sampler(trainer)
+    return trainer
+
+
+class _WeightsPushedElsewhere:
+    """Stands in for TRL's vLLM client: the `Learner` pushes weights itself after each update."""
+
+    def sync_weights(self) -> None:
+        return None
+
+
+def _correct_for_the_sampler(trainer: Any) -> None:
+    """Turn on TRL's importance-sampling correction for rows a serving engine sampled.
+
+    TRL applies it only when it believes it generated with vLLM; on the `rollout_func` path that belief
+    costs just one `vllm_generation.sync_weights()` call per step. Relies on TRL 1.16 internals (pinned);
+    the check below fails loudly if they move.
+    """
+    for attribute in ("use_vllm", "vllm_importance_sampling_correction"):
+        if not hasattr(trainer, attribute):
+            raise RuntimeError(f"this TRL has no GRPOTrainer.{attribute}: the importance-sampling hook needs TRL 1.16")
+    trainer.use_vllm = True
+    trainer.vllm_generation = _WeightsPushedElsewhere()
+    trainer._last_loaded_step = -1
+
+
+def _is_mode(mode: ImportanceSampling) -> str:
+    return "token_truncate" if mode == "off" else mode
 
 
 def _has_accelerator() -> bool:

@@ -31,7 +31,7 @@ class TrainingRow(BaseModel):
     group: str
     prompt_ids: list[int]
     completion_ids: list[int]
-    logprobs: list[float]
+    logprobs: list[float | None]  # the sampler's; None: not reported (no importance weight there)
     env_mask: list[int]  # 1: a sampled token (in the loss); 0: tool results and template glue
     reward: float
     advantage: float = 0.0
@@ -66,7 +66,7 @@ def _row(role: Role, group: str, trace: TokenTrace, reward: float) -> TrainingRo
         group=group,
         prompt_ids=trace.prompt_ids,
         completion_ids=trace.completion_ids,
-        logprobs=[0.0 if value != value else value for value in trace.logprobs],  # NaN (unknown) -> no IS weight
+        logprobs=[None if value != value else value for value in trace.logprobs],  # NaN: unknown
         env_mask=trace.loss_mask,
         reward=reward,
     )

@@ -1,13 +1,15 @@
 """The self-play training loop: one policy, two roles, one GRPO update per iteration.
 
     designer phase (G replies per document) -> gates, sandbox, memory -> agent plays of the new worlds
-    (K without and K with the hint) and of reference tasks -> rows for both roles (token-exact, infra
-    failures masked) -> advantages per group, scaled per role -> one update -> weights to the server
+    (K without and K with the hint), of reference tasks and of archived frontier worlds -> rows for both
+    roles (token-exact, infra failures masked) -> advantages per group, scaled per role -> one update ->
+    weights to the server
 
 Held-out success (reference worlds, seeds never trained on, with and without the hint) is measured before
 the first iteration and after the last (and every `run.eval_every` iterations). Everything lands in the
 run directory: the designer's files (see `trainers.designer.loop`), `reference/` plays, `train.jsonl`
-(one line per iteration: rows, skipped rows and why, mean returns, seconds per stage) and `eval.jsonl`.
+(one line per iteration: rows, skipped rows and why, mean returns, seconds per stage), `eval.jsonl`, and
+a checkpoint every `run.checkpoint_every` iterations (`trainers.run_state`) that `--resume` continues.
 """
 
 from __future__ import annotations
@@ -24,16 +26,18 @@ import structlog
 from pydantic import BaseModel
 
 from engine.endpoints import EndpointPool
-from engine.environments import LocalWorlds
+from engine.environments import LocalWorlds, SandboxWorlds
 from engine.rollout import RolloutPlan, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
 from toolworlds.registry import builtin_worlds
+from toolworlds.sandbox import WorldLoadError
 from trainers.config import TrainConfig
 from trainers.designer.loop import DesignRun, IterationResult, run_iteration
 from trainers.grpo import Learner
 from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages
+from trainers.run_state import RunState, new_state, save_state
 
 log = structlog.get_logger()
 HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
@@ -48,6 +52,7 @@ class IterationReport(BaseModel):
     agent_return: float | None
     designer_reward: float | None
     valid_worlds: int
+    sampled_tokens: int | None = None  # the model's own tokens in the iteration's rows (not tool results)
     seconds: dict[str, float]
 
 
@@ -59,6 +64,7 @@ class HeldOut(BaseModel):
     success_hinted: dict[str, float]
     mean_plain: float
     mean_hinted: float
+    seconds: float = 0.0
 
 
 @dataclass
@@ -71,8 +77,36 @@ class SelfPlay:
     endpoints: EndpointPool
     agent: EpisodeSettings
     learner: Learner | None
+    trainer_checkpoint: Path | None = None  # the newest full checkpoint of the policy and optimiser
+    unsaved_updates: int = 0  # updates since then: a checkpoint of the run must wait for the next one
 
-    async def iteration(self, index: int) -> IterationReport:
+    async def run(self, resumed: RunState | None = None) -> None:
+        """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
+        run = self.config.run
+        if resumed is None:
+            await self.held_out(after=-1)
+            self.checkpoint(-1)
+        pending = False
+        for index in range(resumed.iteration + 1 if resumed else 0, run.iterations):
+            last = index == run.iterations - 1
+            due = pending or last or (index + 1) % run.checkpoint_every == 0
+            await self.iteration(index, checkpoint=due)
+            if last or (run.eval_every and (index + 1) % run.eval_every == 0):
+                await self.held_out(after=index)
+            if due:
+                pending = not self.checkpoint(index)
+
+    def checkpoint(self, index: int) -> bool:
+        """Record the run as of iteration `index`; False when the policy's newest update is not saved yet."""
+        if self.unsaved_updates:
+            log.info("checkpoint postponed to the next update", iteration=index, unsaved=self.unsaved_updates)
+            return False
+        sync = self.learner.sync if self.learner else None
+        state = new_state(self.out, index, self.design.run, self.trainer_checkpoint, sync.version if sync else 0)
+        save_state(self.out, self.design.memory, state)
+        return True
+
+    async def iteration(self, index: int, checkpoint: bool = False) -> IterationReport:
         clock: dict[str, float] = {}
         started = time.perf_counter()
         designed: IterationResult | None = None
@@ -84,11 +118,20 @@ class SelfPlay:
         reference = await self.reference_plays(index)
         clock["reference"] = time.perf_counter() - started
 
-        rows, skipped = self.rows(designed, reference)
+        started = time.perf_counter()
+        archived = await self.archive_plays(index)
+        clock["archive"] = time.perf_counter() - started
+
+        rows, skipped = self.rows(designed, reference + archived)
         started = time.perf_counter()
         if self.learner is not None and rows:
             scored = with_advantages(rows, scale=self.config.update.scale)
-            await anyio.to_thread.run_sync(self.learner.update, scored)  # the update runs in TRL's thread
+            # the update runs in TRL's thread; with `checkpoint`, the trainer saves right after it
+            saved = await anyio.to_thread.run_sync(self.learner.update, scored, checkpoint)
+            if saved is None:
+                self.unsaved_updates += 1
+            else:
+                self.trainer_checkpoint, self.unsaved_updates = saved, 0
         clock["update"] = time.perf_counter() - started
         report = IterationReport(
             iteration=index,
@@ -97,6 +140,7 @@ class SelfPlay:
             agent_return=_mean([row.reward for row in rows if row.role == "agent"]),
             designer_reward=_mean([row.reward for row in rows if row.role == "designer"]),
             valid_worlds=designed.metrics.valid_after_repair if designed else 0,
+            sampled_tokens=sum(sum(row.env_mask) for row in rows),
             seconds={name: round(value, 3) for name, value in clock.items()},
         )
         with (self.out / "train.jsonl").open("a") as lines:
@@ -135,8 +179,34 @@ class SelfPlay:
             records += await self._play(world, seed, self.config.agent.plays, directory)
         return records
 
+    async def archive_plays(self, index: int) -> list[EpisodeRecord]:
+        """`agent.archive_tasks` frontier worlds from the memory (least reused first), K plays each way, in
+        the sandbox: the tasks the agent nearly solves keep coming back after their iteration is over."""
+        if self.config.agent.archive_tasks == 0 or self.config.ablations.fixed_pool:
+            return []
+        rng = random.Random(f"{self.config.run.seed}/archive/{index}")
+        records: list[EpisodeRecord] = []
+        for task, remembered in enumerate(self.design.memory.training_pool(self.config.agent.archive_tasks)):
+            path = self.out / "worlds" / f"{remembered.code_hash[:16]}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(remembered.source)
+            try:
+                world = await self.design.sandbox.load(remembered.source, path.name)
+            except WorldLoadError as error:  # it loaded when it was archived; say so and go on
+                log.warning("an archived world no longer loads", world=remembered.name, reason=str(error))
+                continue
+            seed = rng.randrange(HELD_OUT_FIRST_SEED)
+            directory = self.out / "archive" / f"{index}-{task}-{remembered.code_hash[:16]}"
+            try:
+                records += await self._play(str(path), seed, self.config.agent.plays, directory,
+                                            worlds=SandboxWorlds(self.design.sandbox, world))  # fmt: skip
+            finally:
+                await self.design.sandbox.unload(world)
+        return records
+
     async def held_out(self, after: int) -> HeldOut:
         """Success on held-out seeds of every reference world, once without and once with the hint."""
+        started = time.perf_counter()
         plain: dict[str, float] = {}
         hinted: dict[str, float] = {}
         for world in sorted(builtin_worlds()):
@@ -151,6 +221,7 @@ class SelfPlay:
             success_hinted=hinted,
             mean_plain=statistics.fmean(plain.values()),
             mean_hinted=statistics.fmean(hinted.values()),
+            seconds=round(time.perf_counter() - started, 3),
         )
         with (self.out / "eval.jsonl").open("a") as lines:
             lines.write(result.model_dump_json() + "\n")
@@ -159,12 +230,28 @@ class SelfPlay:
         )
         return result
 
-    async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1) -> list[Any]:
+    async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1,
+                    worlds: Any = None) -> list[Any]:  # fmt: skip
         plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
                            hints="both", settings=self.agent)  # fmt: skip
         with TrajectoryStore.open(directory, plan) as store:
-            await run_rollout(plan, store, self.endpoints, LocalWorlds(world), self.design.settings.concurrency)
+            await run_rollout(plan, store, self.endpoints, worlds or LocalWorlds(world),
+                              self.design.settings.concurrency)  # fmt: skip
         return list(read_records(directory))
+
+
+def read_iterations(out: Path) -> list[IterationReport]:
+    """`train.jsonl` read back: one report per completed iteration."""
+    path = out / "train.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [IterationReport.model_validate_json(line) for line in lines if line.strip()]
+
+
+def read_held_out(out: Path) -> list[HeldOut]:
+    """`eval.jsonl` read back: the held-out results in the order they were measured."""
+    path = out / "eval.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [HeldOut.model_validate_json(line) for line in lines if line.strip()]
 
 
 def _mean(values: list[float]) -> float | None:

@@ -1,4 +1,5 @@
-"""`spadework train`: the self-play loop from a preset, on the embedded model by default."""
+"""`spadework train`: the self-play loop from a preset, on the embedded model by default (or continuing a
+run with `--resume`); `spadework report`: that run's plots and page."""
 
 from __future__ import annotations
 
@@ -19,32 +20,52 @@ from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.settings import EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import load_policy
-from trainers.config import ConfigError, TrainConfig, load_config
+from trainers.config import ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import RewardSettings
 from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
-from trainers.selfplay import HeldOut, SelfPlay
+from trainers.report import ReportError, read_run, summary, write_report
+from trainers.run_state import TRAINER_DIR, WEIGHTS_DIR, ResumeError, RunState, load_state, restore
+from trainers.selfplay import HeldOut, SelfPlay, read_held_out
 from trainers.weight_sync import GGUFReloadSync
 
 log = structlog.get_logger()
 
 
 def train(
-    preset: Annotated[str, typer.Option(help="cpu-tiny (the embedded model) or gpu-qwen3-4b (vLLM endpoints).")] = (
-        "cpu-tiny"
-    ),
+    preset: Annotated[
+        str | None, typer.Option(help="cpu-tiny (the embedded model, the default) or gpu-qwen3-4b (vLLM endpoints).")
+    ] = None,
     overrides: Annotated[
         list[str], typer.Option("--set", help="Override a knob: --set agent.plays=8 (repeatable).")
     ] = [],  # noqa: B006
-    out: Annotated[Path, typer.Option(help="Run directory (new or empty).")] = Path("runs/train"),
+    out: Annotated[Path | None, typer.Option(help="Run directory (new or empty). [default: runs/train]")] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Continue a killed or finished run from its last checkpoint (only run.* knobs may change)."),
+    ] = None,
 ) -> None:
     """Self-play training: the designer writes worlds, the agent plays them, one GRPO update per iteration."""
-    try:
-        config = load_config(preset, overrides)
-    except ConfigError as error:
-        raise typer.BadParameter(str(error), param_hint="--set") from None
+    state = None
+    if resume is not None:
+        if out is not None or preset is not None:
+            raise typer.BadParameter("a resumed run keeps its directory and preset; drop --out and --preset")
+        out = resume
+        try:
+            state = load_state(out)
+            config = resumed_config(out / "config.json", overrides)
+        except (ResumeError, ConfigError) as error:
+            raise typer.BadParameter(str(error), param_hint="--resume") from None
+    else:
+        out = out or Path("runs/train")
+        try:
+            config = load_config(preset or "cpu-tiny", overrides)
+        except ConfigError as error:
+            raise typer.BadParameter(str(error), param_hint="--set") from None
+        if out.exists() and any(out.iterdir()):
+            raise typer.BadParameter(f"{out} already holds a run; continue it with --resume {out}, or give a new --out")
     gguf = _policy_file(config)
     served = None if config.policy.endpoints else ServerSettings(model=gguf, parallel=config.policy.parallel)
     tokenizer = config.policy.tokenizer or (str(gguf) if served else None)
@@ -55,8 +76,6 @@ def train(
         corpus = Corpus(open_source(source), max_tokens=config.designer.document_tokens)
     except CorpusError as error:
         raise typer.BadParameter(str(error), param_hint="--set designer.corpus") from None
-    if out.exists() and any(out.iterdir()):
-        raise typer.BadParameter(f"{out} already holds a run; give a new --out (resuming a run is not built yet)")
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(config.model_dump_json(indent=2))
     with ExitStack() as stack:
@@ -67,8 +86,8 @@ def train(
             except ServerStartError as error:
                 raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
         urls = [server.base_url] if server else list(config.policy.endpoints)
-        held = anyio.run(_run, config, out, corpus, urls, gguf, tokenizer, server)
-    Console().print(_held_out_table(held))
+        anyio.run(_run, config, out, corpus, urls, gguf, tokenizer, server, state)
+    Console().print(_held_out_table(read_held_out(out)))
 
 
 def _policy_file(config: TrainConfig) -> Path:
@@ -86,7 +105,8 @@ async def _run(
     gguf: Path,
     tokenizer: str | None,
     server: EmbeddedServer | None,
-) -> list[HeldOut]:
+    state: RunState | None,
+) -> None:
     name = config.policy.served_name
     agent = EpisodeSettings(mode=config.agent.mode, model=name, max_turns=config.agent.max_turns,
                             max_tokens_per_turn=config.agent.max_tokens_per_turn,
@@ -109,32 +129,39 @@ async def _run(
         ),
         memory_examples=0 if config.ablations.no_memory else 1,
     )
-    model, hf_tokenizer = load_policy(gguf)
+    if state is not None:
+        restore(out, state)
+        log.info("resuming", after_iteration=state.iteration, trainer_checkpoint=state.trainer_checkpoint)
+    checkpoint = out / state.trainer_checkpoint if state and state.trainer_checkpoint else None
+    model, hf_tokenizer = load_policy(checkpoint or gguf)
+    sync = GGUFReloadSync(server, gguf, out / WEIGHTS_DIR) if server else None
+    if sync is None:
+        log.warning("weights are not pushed to external endpoints yet: they keep serving their own model")
+    elif checkpoint is not None and state is not None:
+        sync.version = state.weights_version
+        sync.push(model)  # serve the restored policy, not the base model, before anything is sampled
     feed = RowFeed()
     update = UpdateSettings(rows_per_update=config.update.rows_per_update, rows_per_pass=config.update.rows_per_pass,
                             learning_rate=config.update.learning_rate,
                             beta=config.update.beta, epsilon=config.update.epsilon,
-                            max_completion_length=config.update.max_completion_length)  # fmt: skip
-    trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / "trainer", config.run.iterations)
-    sync = GGUFReloadSync(server, gguf, out / "weights") if server else None
-    if sync is None:
-        log.warning("weights are not pushed to external endpoints yet: they keep serving their own model")
-    learner = Learner(trainer, feed, sync, config.update.rows_per_update, config.run.seed)
-    held: list[HeldOut] = []
-    async with AsyncExitStack() as stack:
-        sandbox = await stack.enter_async_context(SandboxPool())
-        endpoints = await stack.enter_async_context(EndpointPool.open(urls))
-        memory = stack.enter_context(WorldMemory.open(out / "memory.sqlite"))
-        design = DesignRun(uuid.uuid4().hex[:12], out, corpus, endpoints, sandbox, memory, settings, config.run.seed)
-        loop = SelfPlay(config, out, design, endpoints, agent, learner)
-        held.append(await loop.held_out(after=-1))
-        for index in range(config.run.iterations):
-            await loop.iteration(index)
-            every = config.run.eval_every
-            if index == config.run.iterations - 1 or (every and (index + 1) % every == 0):
-                held.append(await loop.held_out(after=index))
-    learner.close()
-    return held
+                            max_completion_length=config.update.max_completion_length,
+                            importance_sampling=config.update.importance_sampling,
+                            importance_sampling_cap=config.update.importance_sampling_cap,
+                            gradient_checkpointing=config.update.gradient_checkpointing)  # fmt: skip
+    trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / TRAINER_DIR, config.run.iterations)
+    learner = Learner(trainer, feed, sync, config.update.rows_per_update, config.run.seed,
+                      resume_from=checkpoint, updates_done=state.updates if state else 0)  # fmt: skip
+    try:
+        async with AsyncExitStack() as stack:
+            sandbox = await stack.enter_async_context(SandboxPool())
+            endpoints = await stack.enter_async_context(EndpointPool.open(urls))
+            memory = stack.enter_context(WorldMemory.open(out / "memory.sqlite"))
+            run_id = state.run_id if state else uuid.uuid4().hex[:12]
+            design = DesignRun(run_id, out, corpus, endpoints, sandbox, memory, settings, config.run.seed)
+            loop = SelfPlay(config, out, design, endpoints, agent, learner, trainer_checkpoint=checkpoint)
+            await loop.run(state)
+    finally:
+        learner.close()
 
 
 def _held_out_table(held: list[HeldOut]) -> Table:
@@ -143,3 +170,20 @@ def _held_out_table(held: list[HeldOut]) -> Table:
         when = "before training" if result.after_iteration < 0 else f"after iteration {result.after_iteration}"
         table.add_row(when, f"{result.mean_plain:.1%}", f"{result.mean_hinted:.1%}")
     return table
+
+
+def report(
+    run: Annotated[Path, typer.Argument(help="A training run's directory (what `spadework train --out` made).")],
+    out: Annotated[Path | None, typer.Option(help="Where the page and plots go. [default: RUN/report]")] = None,
+) -> None:
+    """A training run as an HTML page with PNG plots: returns, held-out success, designer validity, regret,
+    diversity, leaks, throughput and where the time went."""
+    try:
+        page = write_report(run, out)
+    except ReportError as error:
+        raise typer.BadParameter(str(error), param_hint="RUN") from None
+    table = Table("what", "value", title=f"training run {run}")
+    for what, value in summary(read_run(run)):
+        table.add_row(what, value)
+    Console().print(table)
+    Console().print(f"report: {page}")

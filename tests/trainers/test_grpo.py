@@ -6,6 +6,7 @@ advantage is more likely and the one with the negative advantage less likely."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,40 @@ def test_fit_batch_keeps_whole_groups_and_pads_with_zero_advantage() -> None:
     assert sorted({row.group for row in batch}) == sorted({row.group for row in real}) and len(real) == 4  # 2 groups
     with pytest.raises(ValueError, match="no group fits in an update of 2 rows"):
         fit_batch(rows, 2, random.Random(0))
+
+
+def token_logprobs(model: Any, prompt: list[int], completion: list[int]) -> list[float]:
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1]
+        return logits.log_softmax(-1).gather(1, torch.tensor(completion)[:, None])[:, 0].tolist()
+
+
+@pytest.mark.parametrize("mode", ["token_truncate", "off"])
+def test_rows_from_another_sampler_are_importance_weighted(tmp_path: Path, mode: str) -> None:
+    """The sampler gave each sampled token 1 nat less than the trained model does (as a quantized server
+    would disagree): the correction sees that difference and weights by e^1, unless it is off. Tokens
+    whose logprob the server did not report (None) get no weight of their own."""
+    model, tokenizer = load_policy(default_gguf())
+    prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
+    rows = []
+    for index, text in enumerate(["yes, the first<|im_end|>", "no, the second<|im_end|>"]):
+        ids = tokenizer.encode(text)
+        sampled: list[float | None] = [value - 1.0 for value in token_logprobs(model, prompt, ids)]
+        sampled[-1] = None
+        rows.append(TrainingRow(role="agent", group="g", prompt_ids=prompt, completion_ids=ids, logprobs=sampled,
+                                env_mask=[1] * len(ids), reward=float(index)))  # fmt: skip
+    feed = RowFeed(wait_seconds=5)
+    feed.put(with_advantages(rows, scale="group"))
+    settings = UpdateSettings(rows_per_update=2, importance_sampling=mode)  # type: ignore[arg-type]
+    trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
+    trainer.train()
+    logged = next(entry for entry in trainer.state.log_history if "completions/mean_length" in entry)
+    if mode == "off":
+        assert "sampling/importance_sampling_ratio/mean" not in logged
+        return
+    assert logged["sampling/sampling_logp_difference/mean"] == pytest.approx(1.0, abs=0.02)
+    tokens = sum(len(row.completion_ids) for row in rows)
+    expected = ((tokens - len(rows)) * math.e + len(rows) * 1.0) / tokens  # unreported tokens: ratio 1
+    assert logged["sampling/importance_sampling_ratio/mean"] == pytest.approx(expected, rel=0.02)

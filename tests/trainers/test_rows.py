@@ -59,7 +59,7 @@ def test_drifted_and_tokenless_traces_are_counted_not_used() -> None:
     good = TokenTrace(prompt_ids=[1, 2], completion_ids=[3, 4], loss_mask=[1, 0], logprobs=[math.nan, 0.0])
     drifted = good.model_copy(update={"drift": [DriftEvent(turn=1, position=0)]})
     rows, skipped = agent_rows([record(good), record(drifted), record(None)])
-    assert len(rows) == 1 and rows[0].logprobs == [0.0, 0.0]  # an unknown logprob carries no IS weight
+    assert len(rows) == 1 and rows[0].logprobs == [None, 0.0]  # unknown: TRL gives that token no IS weight
     assert sorted(skipped.reasons) == ["no token ids (play in tokens mode, or chat mode with --token-ids)",
                                        "token drift (the server re-rendered history)"]  # fmt: skip
 

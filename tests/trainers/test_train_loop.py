@@ -1,6 +1,6 @@
-"""`spadework train` end to end against the scripted mock model over HTTP (token ids from SmolLM2's own
-tokenizer), with the real sandbox, engine, GRPO update and held-out evaluation; and what each ablation
-switch changes, through the loop itself."""
+"""What each ablation switch changes, through the self-play loop itself (against the scripted mock model
+over HTTP, with the real sandbox and engine), and bad settings refused before anything starts. The whole
+`spadework train` run, killed and resumed, is in `test_train_run.py`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from toolworlds.sandbox import SandboxPool
 from trainers.config import load_config
 from trainers.corpus import Corpus, open_source
 from trainers.designer.loop import DesignRun, DesignSettings
-from trainers.designer.memory import WorldMemory
+from trainers.designer.memory import RememberedWorld, WorldMemory, code_hash
 from trainers.selfplay import SelfPlay
 
 TINY = ["run.iterations=1", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
@@ -37,26 +37,6 @@ def designing_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def test_one_training_iteration_end_to_end(tmp_path: Path, designing_url: str) -> None:
-    settings = [f'policy.endpoints=["{designing_url}"]', f"policy.tokenizer={default_gguf()}", *TINY]
-    command = [*SPADEWORK, "train", "--out", str(tmp_path)] + [item for s in settings for item in ("--set", s)]
-    completed = subprocess.run(
-        command, capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"}
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "held-out reference tasks" in completed.stdout and "after iteration 0" in completed.stdout
-    report = json.loads((tmp_path / "train.jsonl").read_text())
-    assert report["rows"] == {"agent": 12, "designer": 2}  # 2 worlds x 2 tasks x 2 ways + 1 reference task x 2 x 2
-    assert report["valid_worlds"] == 2 and report["seconds"]["update"] > 0
-    held = [json.loads(line) for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
-    assert [h["after_iteration"] for h in held] == [-1, 0] and set(held[0]["success_plain"]) == {
-        "banking",
-        "orders",
-        "ticketing",
-    }
-    assert json.loads((tmp_path / "config.json").read_text())["update"]["rows_per_update"] == 2
-
-
 def test_a_bad_setting_stops_the_run_before_it_starts(tmp_path: Path) -> None:
     command = [*SPADEWORK, "train", "--out", str(tmp_path), "--set", "agent.plays=0"]
     completed = subprocess.run(
@@ -66,7 +46,10 @@ def test_a_bad_setting_stops_the_run_before_it_starts(tmp_path: Path) -> None:
     (tmp_path / "train.jsonl").write_text("{}\n")
     again = subprocess.run([*SPADEWORK, "train", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
                            env={**os.environ, "COLUMNS": "200"})  # fmt: skip
-    assert again.returncode == 2 and "already holds a run" in again.stderr
+    assert again.returncode == 2 and "already holds a run" in again.stderr and "--resume" in again.stderr
+    resumed = subprocess.run([*SPADEWORK, "train", "--resume", str(tmp_path)], capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert resumed.returncode == 2 and "has no checkpoint" in resumed.stderr
 
 
 @pytest.fixture
@@ -74,8 +57,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def one_iteration(out: Path, url: str, ablation: str | None) -> SelfPlay:
-    """One iteration through the loop without an update: what each ablation changes is in the rows and files."""
+async def iterations(out: Path, url: str, ablation: str | None, remembered: RememberedWorld | None = None) -> SelfPlay:
+    """Two iterations through the loop without an update: what each switch changes is in the rows and files."""
     overrides = [*TINY, f"ablations.{ablation}=true"] if ablation else TINY
     config = load_config("cpu-tiny", overrides)
     agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
@@ -85,6 +68,8 @@ async def one_iteration(out: Path, url: str, ablation: str | None) -> SelfPlay:
     corpus = Corpus(open_source("none" if config.ablations.no_corpus else "builtin"), max_tokens=200)
     async with SandboxPool() as sandbox, EndpointPool.open([url]) as endpoints:
         with WorldMemory.open(out / "memory.sqlite") as memory:
+            if remembered is not None:
+                memory.remember(remembered)
             design = DesignRun("test", out, corpus, endpoints, sandbox, memory, settings)
             loop = SelfPlay(config, out, design, endpoints, agent, learner=None)
             for index in range(2):
@@ -95,7 +80,7 @@ async def one_iteration(out: Path, url: str, ablation: str | None) -> SelfPlay:
 @pytest.mark.anyio
 @pytest.mark.parametrize("ablation", [None, "fixed_pool", "frozen_designer", "no_memory", "no_corpus"])
 async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_url: str, ablation: str | None) -> None:
-    await one_iteration(tmp_path, designing_url, ablation)
+    await iterations(tmp_path, designing_url, ablation)
     reports = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
     designs = (tmp_path / "designs.jsonl").read_text().splitlines() if (tmp_path / "designs.jsonl").exists() else []
     last_prompt = json.loads(designs[-1])["sample"]["messages"][1]["content"] if designs else ""
@@ -109,3 +94,22 @@ async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_ur
         assert all(r["rows"]["designer"] == 2 for r in reports)
     assert ("Worlds you wrote before" in last_prompt) is (ablation != "no_memory")
     assert ("a domain of your choice" in last_prompt) is (ablation == "no_corpus")
+
+
+@pytest.mark.anyio
+async def test_archived_frontier_worlds_are_replayed_least_reused_first(tmp_path: Path, designing_url: str) -> None:
+    digest = code_hash(EXAMPLE_WORLD)
+    frontier = RememberedWorld(code_hash=digest, name="Library", iteration=-1, document="pydoc:x", description="d",
+                               tools=["search"], source=EXAMPLE_WORLD, scores_plain=[0.0, 1.0], scores_hinted=[1.0],
+                               mean_plain=0.5, mean_hinted=1.0, regret=0.5, reward=0.5, status="frontier")  # fmt: skip
+    await iterations(tmp_path, designing_url, None, remembered=frontier)
+    reports = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert [r["rows"]["agent"] for r in reports] == [16, 16]  # 12 as before + 1 archived task x 2 plays x 2 ways
+    assert all(r["seconds"]["archive"] > 0 for r in reports)
+    for index in range(2):
+        played = [json.loads(line) for line in (tmp_path / "archive" / f"{index}-0-{digest[:16]}" /
+                                                "episodes.jsonl").read_text().splitlines()]  # fmt: skip
+        assert sorted(record["key"]["hinted"] for record in played) == [False, False, True, True]
+        assert {record["status"] for record in played} == {"ok"}
+    with WorldMemory.open(tmp_path / "memory.sqlite") as memory:
+        assert memory.training_pool(1)[0].reuse_count == 2

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -112,6 +112,11 @@ class WorldMemory:
             yield cls(connection)
         finally:
             connection.close()
+
+    def backup(self, path: Path) -> None:
+        """A consistent copy of the memory at `path` (SQLite's online backup), e.g. for a checkpoint."""
+        with closing(sqlite3.connect(path)) as copy:
+            self._db.backup(copy)
 
     def remember(self, world: RememberedWorld) -> bool:
         """Archive a valid world; False (and nothing changed) if the same code is already there."""

@@ -1,0 +1,118 @@
+"""`spadework train` end to end, killed and resumed: the scripted mock model over HTTP (token ids from
+SmolLM2's own tokenizer) with the real sandbox, engine, GRPO updates, checkpoints and held-out evaluation.
+
+The run is SIGKILLed (with its whole process group) after iteration 1 has written its designs but before
+its checkpoint, then continued with `--resume`: the finished run must read as if it had never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.local_models import default_gguf
+from tests.engine.conftest import mock_model
+from tests.servers import SPADEWORK
+from toolworlds.examples import EXAMPLE_WORLD
+
+TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
+        "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2"]  # fmt: skip
+ENV = {**os.environ, "COLUMNS": "200"}
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def kill_when(process: subprocess.Popen[str], ready: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert process.poll() is None, f"the run ended before the kill point: {process.communicate()[1][-3000:]}"
+        assert time.monotonic() < deadline, "the run never reached the kill point"
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@pytest.fixture(scope="module")
+def resumed_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.CompletedProcess[str]]]:
+    designs = tmp_path_factory.mktemp("designs") / "library.py"
+    designs.write_text(EXAMPLE_WORLD)
+    out = tmp_path_factory.mktemp("run")
+    with mock_model("--tokenizer", str(default_gguf()), "--design", str(designs)) as url:
+        settings = [f'policy.endpoints=["{url}"]', f"policy.tokenizer={default_gguf()}", *TINY]
+        command = [*SPADEWORK, "train", "--out", str(out)] + [item for s in settings for item in ("--set", s)]
+        first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                                 start_new_session=True)  # fmt: skip
+
+        def mid_iteration_1() -> bool:
+            state = out / "checkpoints" / "state.json"
+            saved = json.loads(state.read_text())["iteration"] if state.exists() else None
+            return saved == 0 and len(lines(out / "metrics.jsonl")) == 2
+
+        kill_when(first, mid_iteration_1, timeout=480)
+        assert len(lines(out / "designs.jsonl")) == 4 and len(lines(out / "train.jsonl")) == 1
+        resumed = subprocess.run([*SPADEWORK, "train", "--resume", str(out)], capture_output=True, text=True,
+                                 timeout=600, env=ENV)  # fmt: skip
+    yield out, resumed
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(resumed_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, resumed = resumed_run
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming" in resumed.stderr and "after_iteration=0" in resumed.stderr
+    assert "before training" in resumed.stdout and "after iteration 1" in resumed.stdout
+
+    # every journal holds each iteration once: what the killed iteration wrote was cut, then redone
+    assert [r["iteration"] for r in lines(out / "train.jsonl")] == [0, 1]
+    assert [m["iteration"] for m in lines(out / "metrics.jsonl")] == [0, 1]
+    assert [d["iteration"] for d in lines(out / "designs.jsonl")] == [0, 0, 1, 1]
+    assert [h["after_iteration"] for h in lines(out / "eval.jsonl")] == [-1, 1]
+    for report in lines(out / "train.jsonl"):
+        assert report["rows"] == {"agent": 12, "designer": 2}  # 2 worlds x 2 tasks x 2 ways + 1 reference x 2 x 2
+        assert report["valid_worlds"] == 2 and report["seconds"]["update"] > 0 and report["sampled_tokens"] > 0
+    held = lines(out / "eval.jsonl")[0]
+    assert set(held["success_plain"]) == {"banking", "orders", "ticketing"}
+    assert sorted(p.name for p in (out / "reference").iterdir()) == ["0-0-banking", "1-0-orders"]
+
+    # the optimiser continued: two updates in all, the second from the first's checkpoint
+    state = json.loads((out / "checkpoints" / "state.json").read_text())
+    assert state["iteration"] == 1 and state["trainer_checkpoint"] == "trainer/checkpoint-2"
+    trainer_state = json.loads((out / "trainer" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert trainer_state["global_step"] == 2 and len(trainer_state["log_history"]) >= 2
+    assert json.loads((out / "config.json").read_text())["update"]["rows_per_update"] == 2
+
+
+def test_a_resumed_run_keeps_its_config(resumed_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, _ = resumed_run
+    changed = subprocess.run([*SPADEWORK, "train", "--resume", str(out), "--set", "agent.plays=4"],
+                             capture_output=True, text=True, timeout=120, env=ENV)  # fmt: skip
+    assert changed.returncode == 2 and "only run.* knobs can change" in changed.stderr
+
+
+def test_the_report_renders_the_run(resumed_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    from PIL import Image
+
+    from trainers.report import PLOTS
+
+    out, _ = resumed_run
+    completed = subprocess.run([*SPADEWORK, "report", str(out), "--out", str(tmp_path)], capture_output=True,
+                               text=True, timeout=300, env=ENV)  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "iterations done" in completed.stdout and "2 of 2" in completed.stdout
+    assert "designer validity (before / after repair)" in completed.stdout and "4/4 / 4/4" in completed.stdout
+    page = (tmp_path / "index.html").read_text()
+    for name in PLOTS:
+        with Image.open(tmp_path / f"{name}.png") as image:
+            assert image.format == "PNG" and image.size == (640, 360)
+            assert len(image.getcolors(maxcolors=1 << 16) or range(1 << 16)) > 50, f"{name}.png looks empty"
+        assert f'src="{name}.png"' in page
+    assert page.count("<tr><td>") == 2  # one row per iteration

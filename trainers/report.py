@@ -1,0 +1,305 @@
+"""`spadework report RUN_DIR`: a training run's numbers as PNG plots and one HTML page beside them.
+
+It reads only what the run wrote (`config.json`, `train.jsonl`, `eval.jsonl`, the designer's
+`metrics.jsonl`, and TRL's log in the newest trainer checkpoint), so it works on a finished run, a
+killed one, or one still going. Every plot has the iteration on its x axis; a plot with nothing to show
+yet says so instead of drawing empty axes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from trainers.designer.loop import IterationMetrics, read_metrics
+from trainers.run_state import TRAINER_DIR
+from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
+
+
+class ReportError(ValueError):
+    """The directory is not a training run (or its files do not parse); the message names the file."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything a report shows, as read back from a run directory."""
+
+    config: dict[str, Any]
+    iterations: list[IterationReport]
+    held_out: list[HeldOut]
+    designer: list[IterationMetrics]
+    updates: list[dict[str, float]]  # TRL's per-step log (loss, grad norm, importance ratios, ...)
+
+
+def read_run(run: Path) -> RunRecord:
+    config = run / "config.json"
+    if not config.is_file():
+        raise ReportError(f"{run} is not a training run: {config.name} is missing (spadework train writes it)")
+    return RunRecord(_parsed(config, lambda: json.loads(config.read_text())),
+                     _parsed(run / "train.jsonl", lambda: read_iterations(run)),
+                     _parsed(run / "eval.jsonl", lambda: read_held_out(run)),
+                     _parsed(run / "metrics.jsonl", lambda: read_metrics(run)),
+                     _parsed(run / TRAINER_DIR, lambda: _update_log(run)))  # fmt: skip
+
+
+def _parsed(path: Path, read: Callable[[], Any]) -> Any:
+    try:
+        return read()
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ReportError(f"{path}: a record does not parse ({where}: {first['msg']})") from None
+    except ValueError as error:
+        raise ReportError(f"{path}: a record does not parse ({error})") from None
+
+
+def _update_log(run: Path) -> list[dict[str, float]]:
+    checkpoints = sorted((run / TRAINER_DIR).glob("checkpoint-*/trainer_state.json"),
+                         key=lambda path: int(path.parent.name.rsplit("-", 1)[1]))  # fmt: skip
+    if not checkpoints:
+        return []
+    history = json.loads(checkpoints[-1].read_text()).get("log_history", [])
+    return [entry for entry in history if "loss" in entry and "step" in entry]
+
+
+# ---- plots -------------------------------------------------------------------------------------------
+
+Series = dict[str, tuple[Sequence[float], Sequence[float | None]]]  # label -> (x, y)
+
+
+def _axes(title: str, ylabel: str, xlabel: str = "iteration") -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    figure, axes = pyplot.subplots(figsize=(6.4, 3.6), dpi=100, layout="constrained")
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(alpha=0.3)
+    return figure, axes
+
+
+def _lines(title: str, ylabel: str, series: Series, xlabel: str = "iteration", unit_range: bool = False) -> Any:
+    figure, axes = _axes(title, ylabel, xlabel)
+    drawn = False
+    for label, (xs, ys) in series.items():
+        points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
+        if points:
+            axes.plot(*zip(*points, strict=True), marker="o", label=label)
+            drawn = True
+    if unit_range:
+        axes.set_ylim(-0.05, 1.05)
+    if drawn:
+        axes.legend(loc="best")
+    else:
+        _nothing_yet(axes)
+    return figure
+
+
+def _nothing_yet(axes: Any) -> None:
+    axes.text(0.5, 0.5, "nothing recorded yet", ha="center", va="center", transform=axes.transAxes, color="gray")
+
+
+def agent_return(record: RunRecord) -> Any:
+    xs = [r.iteration for r in record.iterations]
+    return _lines("Training return", "mean reward of the iteration's rows", {
+        "agent (episode score)": (xs, [r.agent_return for r in record.iterations]),
+        "designer (regret reward)": (xs, [r.designer_reward for r in record.iterations]),
+    })  # fmt: skip
+
+
+def held_out(record: RunRecord) -> Any:
+    xs = [h.after_iteration for h in record.held_out]
+    figure = _lines("Held-out success (reference worlds, unseen seeds)", "tasks solved", {
+        "without hint": (xs, [h.mean_plain for h in record.held_out]),
+        "with hint": (xs, [h.mean_hinted for h in record.held_out]),
+    }, xlabel="after iteration (-1: before training)", unit_range=True)  # fmt: skip
+    return figure
+
+
+def designer_validity(record: RunRecord) -> Any:
+    xs = [m.iteration for m in record.designer]
+    return _lines("Designer validity", "share of replies that pass every gate", {
+        "before repair": (xs, [m.validity_before_repair for m in record.designer]),
+        "after repair": (xs, [m.validity_after_repair for m in record.designer]),
+    }, unit_range=True)  # fmt: skip
+
+
+def regret(record: RunRecord) -> Any:
+    figure, axes = _axes("Regret of valid worlds (hinted - plain mean score)", "regret")
+    points = [(m.iteration, value) for m in record.designer for value in m.regrets]
+    if not points:
+        _nothing_yet(axes)
+        return figure
+    axes.scatter(*zip(*points, strict=True), alpha=0.6, label="one world")
+    means = [(m.iteration, m.regret_mean) for m in record.designer if m.regret_mean is not None]
+    axes.plot(*zip(*means, strict=True), color="black", marker="_", markersize=20, linestyle="", label="mean")
+    axes.axhline(0.0, color="gray", linewidth=0.8)
+    axes.legend(loc="best")
+    return figure
+
+
+def diversity_and_leaks(record: RunRecord) -> Any:
+    xs = [m.iteration for m in record.designer]
+    return _lines("Designer diversity and answer leaks", "value", {
+        "Vendi score (tool schemas)": (xs, [m.vendi for m in record.designer]),
+        "answer-leak rate": (xs, [m.answer_leak_rate for m in record.designer]),
+    })  # fmt: skip
+
+
+def throughput(record: RunRecord) -> Any:
+    xs = [r.iteration for r in record.iterations]
+    return _lines("Sampling throughput", "model tokens per second", {
+        "designer + agent": (xs, [_tokens_per_second(r) for r in record.iterations]),
+    })  # fmt: skip
+
+
+def _tokens_per_second(report: IterationReport) -> float | None:
+    seconds = report.seconds.get("design", 0.0) + report.seconds.get("reference", 0.0)
+    return report.sampled_tokens / seconds if report.sampled_tokens is not None and seconds > 0 else None
+
+
+STAGES = ("design", "reference", "archive", "update", "held_out")
+
+
+def time_split(record: RunRecord) -> Any:
+    figure, axes = _axes("Where an iteration's time goes", "minutes")
+    if not record.iterations:
+        _nothing_yet(axes)
+        return figure
+    xs = [r.iteration for r in record.iterations]
+    bottom = [0.0] * len(xs)
+    seconds = stage_seconds(record)
+    for stage in STAGES:
+        minutes = [seconds[x].get(stage, 0.0) / 60 for x in xs]
+        axes.bar(xs, minutes, bottom=bottom, label=_STAGE_LABELS[stage])
+        bottom = [b + m for b, m in zip(bottom, minutes, strict=True)]
+    axes.set_xticks(xs)
+    axes.legend(loc="best")
+    return figure
+
+
+def stage_seconds(record: RunRecord) -> dict[int, dict[str, float]]:
+    """Seconds per stage of each iteration, the held-out evaluation after it included."""
+    split = {r.iteration: dict(r.seconds) for r in record.iterations}
+    for result in record.held_out:
+        if result.after_iteration in split:
+            split[result.after_iteration]["held_out"] = result.seconds
+    return split
+
+
+_STAGE_LABELS = {"design": "designer + its worlds' plays", "reference": "reference plays", "archive": "archive plays",
+                 "update": "GRPO update + weight sync", "held_out": "held-out evaluation"}  # fmt: skip
+
+
+def update_stats(record: RunRecord) -> Any:
+    steps = [entry["step"] for entry in record.updates]
+    return _lines("GRPO updates (TRL's log)", "value", {
+        "loss": (steps, [entry.get("loss") for entry in record.updates]),
+        "grad norm / 100": (steps, [_scaled(entry.get("grad_norm"), 0.01) for entry in record.updates]),
+        "importance ratio (mean)": (steps, [entry.get("sampling/importance_sampling_ratio/mean")
+                                            for entry in record.updates]),
+    }, xlabel="optimiser step")  # fmt: skip
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+PLOTS: dict[str, Callable[[RunRecord], Any]] = {
+    "agent-return": agent_return,
+    "held-out": held_out,
+    "designer-validity": designer_validity,
+    "regret": regret,
+    "diversity-leaks": diversity_and_leaks,
+    "throughput": throughput,
+    "time-split": time_split,
+    "updates": update_stats,
+}
+
+
+# ---- the page ----------------------------------------------------------------------------------------
+
+
+def write_report(run: Path, out: Path | None = None) -> Path:
+    """Render every plot as PNG and `index.html` into `out` (default `RUN_DIR/report`); returns the page."""
+    from matplotlib import pyplot
+
+    record = read_run(run)
+    out = out or run / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, plot in PLOTS.items():
+        figure = plot(record)
+        figure.savefig(out / f"{name}.png")
+        pyplot.close(figure)
+    page = out / "index.html"
+    page.write_text(_page(run, record))
+    return page
+
+
+def summary(record: RunRecord) -> list[tuple[str, str]]:
+    """The headline numbers, as (what, value) rows: the page's first table and the console's."""
+    planned = record.config.get("run", {}).get("iterations", "?")
+    rows = [("preset", str(record.config.get("preset", "?"))),
+            ("model", str(record.config.get("policy", {}).get("model", "?"))),
+            ("iterations done", f"{len(record.iterations)} of {planned}")]  # fmt: skip
+    if record.held_out:
+        first, last = record.held_out[0], record.held_out[-1]
+        for label, before, after in (("without hint", first.mean_plain, last.mean_plain),
+                                     ("with hint", first.mean_hinted, last.mean_hinted)):  # fmt: skip
+            rows.append((f"held-out success {label}", f"{before:.1%} (after {first.after_iteration}) -> "
+                                                      f"{after:.1%} (after {last.after_iteration})"))  # fmt: skip
+    if record.designer:
+        before = sum(m.valid_before_repair for m in record.designer)
+        after = sum(m.valid_after_repair for m in record.designer)
+        replies = sum(m.replies for m in record.designer)
+        rows.append(("designer validity (before / after repair)", f"{before}/{replies} / {after}/{replies}"))
+    split = stage_seconds(record)
+    totals = {stage: sum(seconds.get(stage, 0.0) for seconds in split.values()) for stage in STAGES}
+    whole = sum(totals.values())
+    if whole:
+        parts = ", ".join(f"{stage} {value / 60:.1f} min ({value / whole:.0%})" for stage, value in totals.items())
+        rows.append(("time in iterations", f"{whole / 60:.1f} min: {parts}"))
+    returns = [r.agent_return for r in record.iterations if r.agent_return is not None]
+    if returns:
+        rows.append(("agent return (mean over iterations)", f"{statistics.fmean(returns):.3f}"))
+    return rows
+
+
+def _page(run: Path, record: RunRecord) -> str:
+    headline = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary(record))
+    columns = ("iteration", "agent rows", "designer rows", "agent return", "designer reward", "valid worlds",
+               "tokens/s", *(f"{stage} s" for stage in STAGES))  # fmt: skip
+    body = []
+    split = stage_seconds(record)
+    for r in record.iterations:
+        cells = (r.iteration, r.rows.get("agent", 0), r.rows.get("designer", 0), _number(r.agent_return),
+                 _number(r.designer_reward), r.valid_worlds, _number(_tokens_per_second(r), 1),
+                 *(_number(split[r.iteration].get(stage), 1) for stage in STAGES))  # fmt: skip
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>")
+    figures = "".join(f'<figure><img src="{name}.png" alt="{name}"></figure>' for name in PLOTS)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>spadework run {html.escape(run.name)}</title>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;margin:1em 0}}
+th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left}}figure{{display:inline-block;margin:4px}}</style>
+</head><body>
+<h1>spadework training run: {html.escape(str(run))}</h1>
+<table>{headline}</table>
+{figures}
+<h2>Iterations</h2>
+<table><tr>{"".join(f"<th>{html.escape(c)}</th>" for c in columns)}</tr>{"".join(body)}</table>
+</body></html>
+"""
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
