@@ -104,16 +104,19 @@ class RowFeed:
 
 
 def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[TrainingRow]:
-    """Exactly `size` rows for one update: whole groups in random order while they fit, then padding.
+    """Exactly `size` rows for one update: whole groups while they fit, then padding.
 
-    Padding rows are copies with advantage 0, which add nothing to the gradient; rows of groups that do
-    not fit are left for no one (an update has a fixed size), so size it to the iteration's yield.
+    Groups with a learning signal (some non-zero advantage) go first, in random order, then the rest: a
+    group whose rewards were all equal adds nothing to the gradient, so it only fills space left over.
+    Padding rows are copies with advantage 0; rows of groups that do not fit are left for no one (an
+    update has a fixed size), so size it to the iteration's yield.
     """
     groups: dict[str, list[TrainingRow]] = {}
     for row in rows:
         groups.setdefault(row.group, []).append(row)
     order = list(groups)
     rng.shuffle(order)
+    order.sort(key=lambda name: not any(row.advantage for row in groups[name]))  # stable: signal first
     chosen: list[TrainingRow] = []
     for name in order:
         if len(chosen) + len(groups[name]) <= size:

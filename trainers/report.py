@@ -79,12 +79,14 @@ def _axes(title: str, ylabel: str, xlabel: str = "iteration") -> tuple[Any, Any]
 
     matplotlib.use("Agg")
     from matplotlib import pyplot
+    from matplotlib.ticker import MaxNLocator
 
     figure, axes = pyplot.subplots(figsize=(6.4, 3.6), dpi=100, layout="constrained")
     axes.set_title(title)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.grid(alpha=0.3)
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     return figure, axes
 
 

@@ -100,6 +100,11 @@ def test_fit_batch_keeps_whole_groups_and_pads_with_zero_advantage() -> None:
     assert sorted({row.group for row in batch}) == sorted({row.group for row in real}) and len(real) == 4  # 2 groups
     with pytest.raises(ValueError, match="no group fits in an update of 2 rows"):
         fit_batch(rows, 2, random.Random(0))
+    # a group with no signal (equal rewards, advantages 0) only fills what the groups with signal leave
+    flat = [row.model_copy(update={"group": "flat", "advantage": 0.0}) for row in rows[:3]]
+    for seed in range(20):
+        picked = fit_batch(flat + rows[3:], 6, random.Random(seed))
+        assert {row.group for row in picked} == {"g1", "g2"}
 
 
 def token_logprobs(model: Any, prompt: list[int], completion: list[int]) -> list[float]:
