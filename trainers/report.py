@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from trainers.designer.loop import IterationMetrics, read_metrics
+from trainers.journal import JournalError
 from trainers.run_state import TRAINER_DIR
 from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
 
@@ -31,6 +30,7 @@ class ReportError(ValueError):
 class RunRecord:
     """Everything a report shows, as read back from a run directory."""
 
+    directory: Path
     config: dict[str, Any]
     iterations: list[IterationReport]
     held_out: list[HeldOut]
@@ -42,22 +42,13 @@ def read_run(run: Path) -> RunRecord:
     config = run / "config.json"
     if not config.is_file():
         raise ReportError(f"{run} is not a training run: {config.name} is missing (spadework train writes it)")
-    return RunRecord(_parsed(config, lambda: json.loads(config.read_text())),
-                     _parsed(run / "train.jsonl", lambda: read_iterations(run)),
-                     _parsed(run / "eval.jsonl", lambda: read_held_out(run)),
-                     _parsed(run / "metrics.jsonl", lambda: read_metrics(run)),
-                     _parsed(run / TRAINER_DIR, lambda: _update_log(run)))  # fmt: skip
-
-
-def _parsed(path: Path, read: Callable[[], Any]) -> Any:
     try:
-        return read()
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ReportError(f"{path}: a record does not parse ({where}: {first['msg']})") from None
-    except ValueError as error:
-        raise ReportError(f"{path}: a record does not parse ({error})") from None
+        return RunRecord(run, json.loads(config.read_text()), read_iterations(run), read_held_out(run),
+                         read_metrics(run), _update_log(run))  # fmt: skip
+    except JournalError as error:
+        raise ReportError(str(error)) from None
+    except ValueError as error:  # config.json or a trainer state that is not JSON
+        raise ReportError(f"{run}: a file does not parse ({error})") from None
 
 
 def _update_log(run: Path) -> list[dict[str, float]]:
@@ -232,19 +223,18 @@ PLOTS: dict[str, Callable[[RunRecord], Any]] = {
 # ---- the page ----------------------------------------------------------------------------------------
 
 
-def write_report(run: Path, out: Path | None = None) -> Path:
+def write_report(record: RunRecord, out: Path | None = None) -> Path:
     """Render every plot as PNG and `index.html` into `out` (default `RUN_DIR/report`); returns the page."""
     from matplotlib import pyplot
 
-    record = read_run(run)
-    out = out or run / "report"
+    out = out or record.directory / "report"
     out.mkdir(parents=True, exist_ok=True)
     for name, plot in PLOTS.items():
         figure = plot(record)
         figure.savefig(out / f"{name}.png")
         pyplot.close(figure)
     page = out / "index.html"
-    page.write_text(_page(run, record))
+    page.write_text(_page(record))
     return page
 
 
@@ -277,7 +267,8 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
     return rows
 
 
-def _page(run: Path, record: RunRecord) -> str:
+def _page(record: RunRecord) -> str:
+    run = record.directory
     headline = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary(record))
     columns = ("iteration", "agent rows", "designer rows", "agent return", "designer reward", "valid worlds",
                "tokens/s", *(f"{stage} s" for stage in STAGES))  # fmt: skip

@@ -6,7 +6,8 @@ A checkpoint is taken after an iteration, once everything it produced is on disk
   optimizer, scheduler, torch RNG, trainer state), written by the trainer when asked (`Learner`);
 - `checkpoints/memory.sqlite`: a consistent copy of the world memory (SQLite's backup API);
 - `checkpoints/state.json`, written last and atomically: the iteration, the run's id, which trainer
-  checkpoint goes with it, the weights version served, and the byte length of every append-only journal.
+  checkpoint goes with it, the weights version served, and the byte length of every append-only journal
+  (`trainers.journal`).
 
 Everything else a run draws at random is derived from (run seed, iteration): the corpus documents, the
 reference tasks, the designer's sampling seeds. So the iteration number is the corpus cursor, and a

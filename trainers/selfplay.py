@@ -17,22 +17,23 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import structlog
 from pydantic import BaseModel
 
 from engine.endpoints import EndpointPool
-from engine.environments import LocalWorlds, SandboxWorlds
+from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.rollout import RolloutPlan, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
 from toolworlds.registry import builtin_worlds
 from toolworlds.sandbox import WorldLoadError
+from trainers import journal
 from trainers.config import TrainConfig
 from trainers.designer.loop import DesignRun, IterationResult, run_iteration
 from trainers.grpo import Learner
@@ -143,8 +144,7 @@ class SelfPlay:
             sampled_tokens=sum(sum(row.env_mask) for row in rows),
             seconds={name: round(value, 3) for name, value in clock.items()},
         )
-        with (self.out / "train.jsonl").open("a") as lines:
-            lines.write(report.model_dump_json() + "\n")
+        journal.append(self.out / "train.jsonl", [report])
         log.info("iteration done", **report.model_dump(exclude={"skipped"}))
         return report
 
@@ -223,15 +223,14 @@ class SelfPlay:
             mean_hinted=statistics.fmean(hinted.values()),
             seconds=round(time.perf_counter() - started, 3),
         )
-        with (self.out / "eval.jsonl").open("a") as lines:
-            lines.write(result.model_dump_json() + "\n")
+        journal.append(self.out / "eval.jsonl", [result])
         log.info(
             "held-out success", after=after, plain=round(result.mean_plain, 3), hinted=round(result.mean_hinted, 3)
         )
         return result
 
     async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1,
-                    worlds: Any = None) -> list[Any]:  # fmt: skip
+                    worlds: Callable[[], Environment] | None = None) -> list[EpisodeRecord]:  # fmt: skip
         plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
                            hints="both", settings=self.agent)  # fmt: skip
         with TrajectoryStore.open(directory, plan) as store:
@@ -242,16 +241,12 @@ class SelfPlay:
 
 def read_iterations(out: Path) -> list[IterationReport]:
     """`train.jsonl` read back: one report per completed iteration."""
-    path = out / "train.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [IterationReport.model_validate_json(line) for line in lines if line.strip()]
+    return journal.read(out / "train.jsonl", IterationReport)
 
 
 def read_held_out(out: Path) -> list[HeldOut]:
     """`eval.jsonl` read back: the held-out results in the order they were measured."""
-    path = out / "eval.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return [HeldOut.model_validate_json(line) for line in lines if line.strip()]
+    return journal.read(out / "eval.jsonl", HeldOut)
 
 
 def _mean(values: list[float]) -> float | None:

@@ -179,11 +179,12 @@ def report(
     """A training run as an HTML page with PNG plots: returns, held-out success, designer validity, regret,
     diversity, leaks, throughput and where the time went."""
     try:
-        page = write_report(run, out)
+        record = read_run(run)
     except ReportError as error:
         raise typer.BadParameter(str(error), param_hint="RUN") from None
+    page = write_report(record, out)
     table = Table("what", "value", title=f"training run {run}")
-    for what, value in summary(read_run(run)):
+    for what, value in summary(record):
         table.add_row(what, value)
     Console().print(table)
     Console().print(f"report: {page}")

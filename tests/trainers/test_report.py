@@ -18,7 +18,7 @@ def test_a_run_killed_before_its_first_iteration_still_reports(tmp_path: Path) -
     held = {"after_iteration": -1, "success_plain": {"banking": 0.0}, "success_hinted": {"banking": 0.5},
             "mean_plain": 0.0, "mean_hinted": 0.5, "seconds": 90.0}  # fmt: skip
     (tmp_path / "eval.jsonl").write_text(json.dumps(held) + "\n")
-    page = write_report(tmp_path)
+    page = write_report(read_run(tmp_path))
     assert page == tmp_path / "report" / "index.html"
     assert all((tmp_path / "report" / f"{name}.png").stat().st_size > 1000 for name in PLOTS)
     rows = dict(summary(read_run(tmp_path)))

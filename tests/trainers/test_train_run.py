@@ -26,6 +26,8 @@ from toolworlds.examples import EXAMPLE_WORLD
 TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2"]  # fmt: skip
 ENV = {**os.environ, "COLUMNS": "200"}
+# Two whole runs with two TRL updates between them: 4-5 minutes on 2 cores, over the suite's 300 s default.
+pytestmark = pytest.mark.timeout(900)
 
 
 def lines(path: Path) -> list[dict[str, Any]]:

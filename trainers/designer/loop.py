@@ -11,7 +11,6 @@ trajectory store), `metrics.jsonl` (one line per iteration) and the SQLite memor
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import time
@@ -31,6 +30,7 @@ from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from toolworlds.sandbox import SandboxPool
 from toolworlds.untrusted.validate import Verdict, validate
+from trainers import journal
 from trainers.corpus import Corpus
 from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
 from trainers.designer.generate import DesignSample, sample_design
@@ -163,10 +163,8 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
         outcomes.append(await _settle(run, iteration, sample, verdict))
     clock["plays"] = time.perf_counter() - started
     metrics = _metrics(run, iteration, outcomes, verdicts, clock)
-    with (run.out / "designs.jsonl").open("a") as designs:
-        designs.writelines(outcome.model_dump_json() + "\n" for outcome in outcomes)
-    with (run.out / "metrics.jsonl").open("a") as lines:
-        lines.write(metrics.model_dump_json() + "\n")
+    journal.append(run.out / "designs.jsonl", outcomes)
+    journal.append(run.out / "metrics.jsonl", [metrics])
     return IterationResult(metrics, outcomes)
 
 
@@ -283,7 +281,4 @@ def _share(part: int, whole: int) -> float:
 
 
 def read_metrics(out: Path) -> list[IterationMetrics]:
-    path = out / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [IterationMetrics.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line]
+    return journal.read(out / "metrics.jsonl", IterationMetrics)
