@@ -14,13 +14,16 @@ hangs past the client's deadline, dropped connections, a 200 with garbage for a 
 are injected at configured rates. Like vLLM with `return_token_ids`, it returns the prompt's and the
 completion's token ids and per-token logprobs, from a byte-level "tokenizer" over a fixed chat template
 (`render`), so the engine's token accounting can be checked exactly. `--drift` re-renders past tool-call
-arguments differently, as a server with a non-prefix-preserving template would.
+arguments differently, as a server with a non-prefix-preserving template would. Like vLLM with runtime
+LoRA updating, it takes `/v1/load_lora_adapter` (checking the PEFT files are there) and
+`/reset_prefix_cache`; `/stats` says what was loaded and which model each request named.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import json
 import random
@@ -65,6 +68,9 @@ class MockSettings:
 class MockStats:
     requests: int = 0
     faults: Counter[str] = field(default_factory=Counter)
+    models: Counter[str] = field(default_factory=Counter)  # the model each request named
+    adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # LoRA name -> path, weights' sha256, loads
+    prefix_cache_resets: int = 0
 
 
 # -- the byte-level template -----------------------------------------------------------------------
@@ -293,6 +299,20 @@ def _episode_fields(header: str) -> list[str] | None:
     return [*head[:2], *tail] if len(tail) == 4 else None
 
 
+def _adapter_request(body: Any) -> tuple[str, str, bool]:
+    if not isinstance(body, dict) or not body.get("lora_name") or not body.get("lora_path"):
+        raise MockRequestError("give lora_name and lora_path")
+    return str(body["lora_name"]), str(body["lora_path"]), bool(body.get("load_inplace", False))
+
+
+def _adapter_digest(directory: Path) -> str:
+    """What vLLM reads from a PEFT adapter directory; the digest lets tests check which weights were loaded."""
+    for required in ("adapter_config.json", "adapter_model.safetensors"):
+        if not (directory / required).is_file():
+            raise FileNotFoundError(f"no {required} in {directory}")
+    return hashlib.sha256((directory / "adapter_model.safetensors").read_bytes()).hexdigest()
+
+
 def build_app(settings: MockSettings) -> web.Application:
     model = MockModel(settings)
 
@@ -305,6 +325,7 @@ def build_app(settings: MockSettings) -> web.Application:
             body = json.loads(await request.read())
         except json.JSONDecodeError as error:
             return _error(400, f"the request body is not JSON: {error}")
+        model.stats.models[str(body.get("model"))] += 1
         episode = _episode_fields(request.headers.get(EPISODE_HEADER, ""))
         if episode is None:
             return _error(400, f"the mock model needs the {EPISODE_HEADER} header (run/role/world/seed/hinted/sample)")
@@ -337,17 +358,43 @@ def build_app(settings: MockSettings) -> web.Application:
         return await answer(request, model.token_completion)
 
     async def models(request: web.Request) -> web.Response:
+        adapters = [{"id": name, "object": "model", "parent": "mock"} for name in model.stats.adapters]
         return web.json_response(
-            {"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "spadework"}]}
+            {"object": "list", "data": [{"id": "mock", "object": "model", "owned_by": "spadework"}, *adapters]}
         )
 
     async def stats(request: web.Request) -> web.Response:
-        return web.json_response({"requests": model.stats.requests, "faults": dict(model.stats.faults)})
+        stats = model.stats
+        return web.json_response({"requests": stats.requests, "faults": dict(stats.faults),
+                                  "models": dict(stats.models), "adapters": stats.adapters,
+                                  "prefix_cache_resets": stats.prefix_cache_resets})  # fmt: skip
+
+    async def load_lora_adapter(request: web.Request) -> web.Response:
+        try:
+            name, path, inplace = _adapter_request(await request.json())
+        except (ValueError, MockRequestError) as error:
+            return _error(400, f"bad load_lora_adapter request: {error}")
+        if name in model.stats.adapters and not inplace:
+            return _error(400, f"The lora adapter '{name}' has already been loaded.")
+        try:
+            digest = _adapter_digest(Path(path))
+        except FileNotFoundError as error:
+            return _error(404, f"Loading lora {name} failed: {error}")
+        loads = model.stats.adapters.get(name, {}).get("loads", 0) + 1
+        model.stats.adapters[name] = {"path": path, "sha256": digest, "loads": loads}
+        return web.Response(text=f"Success: LoRA adapter '{name}' added successfully.")
+
+    async def reset_prefix_cache(request: web.Request) -> web.Response:
+        model.stats.prefix_cache_resets += 1
+        return web.Response(text="")
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/v1/models", models)
     app.router.add_get("/stats", stats)
+    # vLLM's runtime LoRA loading (VLLM_ALLOW_RUNTIME_LORA_UPDATING) and dev-mode prefix-cache reset.
+    app.router.add_post("/v1/load_lora_adapter", load_lora_adapter)
+    app.router.add_post("/reset_prefix_cache", reset_prefix_cache)
     app.router.add_get("/health", lambda request: web.json_response({"status": "ok"}))  # type: ignore[arg-type,return-value]
     return app

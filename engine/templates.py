@@ -14,6 +14,7 @@ ChatML template that renders tools: it needs no download, and the tests and the 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
@@ -46,6 +47,7 @@ CHATML_WITH_TOOLS = (
     "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
 )
 
+_HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 _DUMMY = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
 
 
@@ -135,20 +137,23 @@ def byte_tokenizer() -> Any:
 @lru_cache(maxsize=8)
 def load_template(spec: str) -> TokenTemplate:
     """`bytes` (the built-in byte tokenizer), `default` or a .gguf file (that model's tokenizer, with the
-    tool-aware template the embedded server uses), or a local Hugging Face tokenizer directory."""
+    tool-aware template the embedded server uses), a local Hugging Face tokenizer directory, or a hub id
+    (`Qwen/Qwen3-4B-Instruct-2507`: from the local cache, else downloaded)."""
     if spec == "bytes":
         return TokenTemplate(byte_tokenizer())
     if spec == DEFAULT_MODEL or spec.endswith(".gguf"):
         from engine.local_models import resolve_gguf, tokenizer_dir
 
         spec = str(tokenizer_dir(resolve_gguf(spec)))
-    path = Path(spec)
-    if not path.exists():
-        raise ValueError(
-            f"no tokenizer at {spec!r}: give a local Hugging Face tokenizer directory, a .gguf file, "
-            "'default' or 'bytes'"
-        )
     from transformers import AutoTokenizer
 
-    tokenizer: Tokenizer = AutoTokenizer.from_pretrained(path)
+    if not Path(spec).exists() and not _HUB_ID.fullmatch(spec):
+        raise ValueError(
+            f"no tokenizer at {spec!r}: give a local Hugging Face tokenizer directory, a hub id, a .gguf file, "
+            "'default' or 'bytes'"
+        )
+    try:
+        tokenizer: Tokenizer = AutoTokenizer.from_pretrained(spec)
+    except OSError as error:  # a hub id neither cached nor reachable
+        raise ValueError(f"no tokenizer for {spec!r}: {error}") from None
     return TokenTemplate(tokenizer)

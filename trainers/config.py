@@ -20,12 +20,39 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-nccl", "none"]
+
+
 class PolicyConfig(_Section):
-    model: str = Field("default", description="'default' (the embedded GGUF), a .gguf path, or a HF checkpoint dir.")
+    model: str = Field(
+        "default", description="'default' (the embedded GGUF), a .gguf path, a HF checkpoint dir or a HF hub id."
+    )
     endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the embedded model.")
     served_name: str = Field("default", description="The model name sent to the endpoints.")
-    tokenizer: str | None = Field(None, description="tokens mode with --endpoints: the served model's tokenizer.")
+    tokenizer: str | None = Field(None, description="tokens mode: the served model's tokenizer [default: the model].")
     parallel: int = Field(4, ge=1, description="Slots of the embedded server.")
+    lora_rank: int = Field(0, ge=0, description="Train a LoRA adapter of this rank (0: train all weights).")
+    lora_alpha: int | None = Field(None, ge=1, description="LoRA scaling numerator [default: 2 x rank].")
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    lora_targets: str = Field("all-linear", description="'all-linear', or module names joined by commas.")
+    weight_sync: WeightSyncKind = Field(
+        "auto",
+        description="How new weights reach the sampler: reload (embedded GGUF), vllm-lora (adapter hot-load), "
+        "vllm-nccl (full weights over NCCL), none; auto picks by endpoints and lora_rank.",
+    )
+    adapter_dir: str | None = Field(
+        None, description="vllm-lora: where adapters are written; the vLLM server must read the same path."
+    )
+    adapter_name: str = Field("spadework-policy", description="vllm-lora: the name requests ask the server for.")
+
+    @property
+    def sync(self) -> WeightSyncKind:
+        """The weight sync `auto` stands for: reload the embedded server, else hot-load a LoRA or push all."""
+        if self.weight_sync != "auto":
+            return self.weight_sync
+        if not self.endpoints:
+            return "reload"
+        return "vllm-lora" if self.lora_rank else "vllm-nccl"
 
 
 class DesignerConfig(_Section):
@@ -103,12 +130,22 @@ class TrainConfig(_Section):
                 f"update.rows_per_update ({self.update.rows_per_update}) must be a multiple of "
                 f"update.rows_per_pass ({self.update.rows_per_pass})"
             )
+        self._weight_sync_fits()
         if self.update.rows_per_update < self.designer.generations:
             raise ValueError(
                 f"update.rows_per_update ({self.update.rows_per_update}) must hold one designer group "
                 f"(designer.generations = {self.designer.generations})"
             )
         return self
+
+    def _weight_sync_fits(self) -> None:
+        policy = self.policy
+        if policy.sync == "reload" and policy.endpoints:
+            raise ValueError("policy.weight_sync=reload restarts the embedded server: it cannot serve policy.endpoints")
+        if policy.sync in ("vllm-lora", "vllm-nccl") and not policy.endpoints:
+            raise ValueError(f"policy.weight_sync={policy.sync} pushes to vLLM: give policy.endpoints")
+        if policy.sync == "vllm-lora" and not policy.lora_rank:
+            raise ValueError("policy.weight_sync=vllm-lora hot-loads an adapter: set policy.lora_rank > 0")
 
 
 QWEN3_4B = "Qwen/Qwen3-4B-Instruct-2507"

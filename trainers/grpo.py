@@ -78,14 +78,24 @@ class RowFeed:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if self.batches:
             self._updates.put(self.batches)
-        try:
-            rows = [self._rows.get(timeout=self.wait_seconds) for _ in prompts]
-        except queue.Empty:
-            raise TimeoutError(f"no training rows arrived within {self.wait_seconds:g} s") from None
-        if None in rows:
+        rows = self._take(len(prompts))
+        if rows is None:
             raise TrainingStopped
         self.batches += 1
-        return rollout_batch([row for row in rows if row is not None])
+        return rollout_batch(rows)
+
+    def _take(self, count: int) -> list[TrainingRow] | None:
+        """The next `count` rows, or None once the run has stopped."""
+        rows: list[TrainingRow] = []
+        while len(rows) < count:
+            try:
+                row = self._rows.get(timeout=self.wait_seconds)
+            except queue.Empty:
+                raise TimeoutError(f"no training rows arrived within {self.wait_seconds:g} s") from None
+            if row is None:
+                return None
+            rows.append(row)
+        return rows
 
     def stop(self) -> None:
         """End training at the next request for rows (the run may stop before TRL's last step)."""
@@ -214,9 +224,11 @@ def advantage_reward(env_reward: list[float], **_: Any) -> list[float]:
     return env_reward
 
 
-def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSettings, out: Path, updates: int) -> Any:
-    """A `GRPOTrainer` that runs up to `updates` optimiser steps, each on `rows_per_update` rows from `feed`,
-    and checkpoints when a `Learner` asks (at most the two newest are kept)."""
+def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSettings, out: Path, updates: int,
+                 processes: int = 1) -> Any:  # fmt: skip
+    """A `GRPOTrainer` that runs up to `updates` optimiser steps, each on `rows_per_update` rows from `feed`
+    (split over `processes` data-parallel processes), and checkpoints when a `Learner` asks (at most the two
+    newest are kept)."""
     from datasets import Dataset
     from trl.trainer.grpo_config import GRPOConfig
     from trl.trainer.grpo_trainer import GRPOTrainer
@@ -226,7 +238,7 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         # One optimiser step per `rows_per_update` rows, in passes of `rows_per_pass`: on CPU the logits and
         # activations of four 2,000-token rows at once took 18 GB; one row per pass keeps that bounded.
         per_device_train_batch_size=settings.rows_per_pass,
-        gradient_accumulation_steps=settings.rows_per_update // settings.rows_per_pass,
+        gradient_accumulation_steps=settings.rows_per_update // (settings.rows_per_pass * processes),
         num_generations=settings.rows_per_update,  # TRL's grouping is unused: groups live in the advantages
         max_steps=updates,
         learning_rate=settings.learning_rate,
@@ -243,7 +255,9 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         vllm_importance_sampling_clip_max=settings.importance_sampling_cap,
         use_cpu=not _has_accelerator(),
         gradient_checkpointing=settings.gradient_checkpointing,
-        bf16=False,
+        bf16=_has_accelerator(),  # CPU: float32 throughout
+        # Processes other than the first wait in a collective while it plays a whole iteration.
+        ddp_timeout=int(settings.wait_seconds) + 600,
     )
     # TRL samples prompts from a dataset; each prompt only asks the feed for one row.
     prompts = Dataset.from_dict({"prompt": ["(rows come from the engine)"] * settings.rows_per_update})

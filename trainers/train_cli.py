@@ -3,8 +3,9 @@ run with `--resume`); `spadework report`: that run's plots and page."""
 
 from __future__ import annotations
 
+import json
 import uuid
-from contextlib import AsyncExitStack, ExitStack
+from contextlib import AsyncExitStack, ExitStack, suppress
 from pathlib import Path
 from typing import Annotated
 
@@ -16,20 +17,28 @@ from rich.table import Table
 
 from engine.endpoints import EndpointPool
 from engine.llama_server import EmbeddedServer, ServerSettings, ServerStartError
-from engine.local_models import ModelNotFoundError, resolve_gguf
+from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
 from engine.settings import EpisodeSettings
 from toolworlds.sandbox import SandboxPool
-from trainers.checkpoint import load_policy
+from trainers.checkpoint import LoraSettings, load_policy
 from trainers.config import ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import RewardSettings
-from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
+from trainers.distributed import BroadcastRowFeed, Ranks
+from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
 from trainers.report import ReportError, read_run, summary, write_report
 from trainers.run_state import TRAINER_DIR, WEIGHTS_DIR, ResumeError, RunState, load_state, restore
 from trainers.selfplay import HeldOut, SelfPlay, read_held_out
-from trainers.weight_sync import GGUFReloadSync
+from trainers.weight_sync import (
+    GGUFReloadSync,
+    VLLMLoRASync,
+    VLLMNCCLSync,
+    WeightSync,
+    WeightSyncError,
+    require_cuda_for_nccl,
+)
 
 log = structlog.get_logger()
 
@@ -46,9 +55,19 @@ def train(
         Path | None,
         typer.Option(help="Continue a killed or finished run from its last checkpoint (only run.* knobs may change)."),
     ] = None,
+    endpoint: Annotated[
+        list[str],
+        typer.Option(help="A vLLM server's OpenAI base URL, e.g. http://gpu1:8000/v1 (repeatable): policy.endpoints."),
+    ] = [],  # noqa: B006
 ) -> None:
-    """Self-play training: the designer writes worlds, the agent plays them, one GRPO update per iteration."""
+    """Self-play training: the designer writes worlds, the agent plays them, one GRPO update per iteration.
+
+    Under `accelerate launch` or `torchrun` with several processes, the first plays and every one learns
+    (data parallel)."""
     state = None
+    ranks = Ranks.from_env()
+    if endpoint:
+        overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
     if resume is not None:
         if out is not None or preset is not None:
             raise typer.BadParameter("a resumed run keeps its directory and preset; drop --out and --preset")
@@ -64,16 +83,36 @@ def train(
             config = load_config(preset or "cpu-tiny", overrides)
         except ConfigError as error:
             raise typer.BadParameter(str(error), param_hint="--set") from None
-        if out.exists() and any(out.iterdir()):
+        if ranks.leader and out.exists() and any(out.iterdir()):
             raise typer.BadParameter(f"{out} already holds a run; continue it with --resume {out}, or give a new --out")
-    gguf = _policy_file(config)
-    served = None if config.policy.endpoints else ServerSettings(model=gguf, parallel=config.policy.parallel)
-    tokenizer = config.policy.tokenizer or (str(gguf) if served else None)
-    if config.agent.mode == "tokens" and tokenizer is None:
-        raise typer.BadParameter("tokens mode with --endpoints needs policy.tokenizer", param_hint="--set")
+    source = _policy_source(config)
+    update = _update_settings(config)
+    if update.rows_per_update % (update.rows_per_pass * ranks.world):
+        raise typer.BadParameter(
+            f"update.rows_per_update ({update.rows_per_update}) must split evenly over {ranks.world} processes of "
+            f"update.rows_per_pass ({update.rows_per_pass}) rows",
+            param_hint="--set update.rows_per_update",
+        )
+    if not ranks.leader:
+        checkpoint = out / state.trainer_checkpoint if state and state.trainer_checkpoint else None
+        _follow(config, out, source, update, ranks, checkpoint)
+        return
+    if config.policy.sync == "vllm-nccl":
+        try:
+            require_cuda_for_nccl()
+        except WeightSyncError as error:
+            raise typer.BadParameter(str(error), param_hint="--set policy.weight_sync") from None
+    served = None
+    if not config.policy.endpoints:
+        if not isinstance(source, Path) or source.suffix != ".gguf":
+            raise typer.BadParameter(
+                f"the embedded server runs GGUF files, not {config.policy.model!r}: serve it with vLLM and give "
+                "--endpoint", param_hint="--set policy.model")  # fmt: skip
+        served = ServerSettings(model=source, parallel=config.policy.parallel)
+    tokenizer = config.policy.tokenizer or str(source)
     try:
-        source = "none" if config.ablations.no_corpus else config.designer.corpus
-        corpus = Corpus(open_source(source), max_tokens=config.designer.document_tokens)
+        documents = "none" if config.ablations.no_corpus else config.designer.corpus
+        corpus = Corpus(open_source(documents), max_tokens=config.designer.document_tokens)
     except CorpusError as error:
         raise typer.BadParameter(str(error), param_hint="--set designer.corpus") from None
     out.mkdir(parents=True, exist_ok=True)
@@ -86,15 +125,19 @@ def train(
             except ServerStartError as error:
                 raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
         urls = [server.base_url] if server else list(config.policy.endpoints)
-        anyio.run(_run, config, out, corpus, urls, gguf, tokenizer, server, state)
+        anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state)
     Console().print(_held_out_table(read_held_out(out)))
 
 
-def _policy_file(config: TrainConfig) -> Path:
-    try:
-        return resolve_gguf(config.policy.model)
-    except ModelNotFoundError as error:
-        raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
+def _policy_source(config: TrainConfig) -> Path | str:
+    """The policy's weights: a GGUF (the embedded default), a checkpoint directory, or a hub id."""
+    model = config.policy.model
+    if model == DEFAULT_MODEL or model.endswith(".gguf"):
+        try:
+            return resolve_gguf(model)
+        except ModelNotFoundError as error:
+            raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
+    return Path(model) if Path(model).is_dir() else model
 
 
 async def _run(
@@ -102,12 +145,27 @@ async def _run(
     out: Path,
     corpus: Corpus,
     urls: list[str],
-    gguf: Path,
-    tokenizer: str | None,
+    source: Path | str,
+    tokenizer: str,
     server: EmbeddedServer | None,
     state: RunState | None,
 ) -> None:
-    name = config.policy.served_name
+    if state is not None:
+        restore(out, state)
+        log.info("resuming", after_iteration=state.iteration, trainer_checkpoint=state.trainer_checkpoint)
+    checkpoint = out / state.trainer_checkpoint if state and state.trainer_checkpoint else None
+    from transformers import set_seed
+
+    set_seed(config.run.seed)  # a fresh LoRA adapter's initial weights
+    model, hf_tokenizer = load_policy(source, _lora(config), checkpoint)
+    sync = _weight_sync(config, source, server, out)
+    if sync is None:
+        log.warning("policy.weight_sync=none: the endpoints keep serving their own weights (rollouts go off-policy)")
+    else:
+        if state is not None:
+            sync.version = state.weights_version
+        sync.start(model, resumed=checkpoint is not None)
+    name = (sync.served_model if sync else None) or config.policy.served_name
     agent = EpisodeSettings(mode=config.agent.mode, model=name, max_turns=config.agent.max_turns,
                             max_tokens_per_turn=config.agent.max_tokens_per_turn,
                             temperature=config.agent.temperature, tokenizer=tokenizer)  # fmt: skip
@@ -129,26 +187,10 @@ async def _run(
         ),
         memory_examples=0 if config.ablations.no_memory else 1,
     )
-    if state is not None:
-        restore(out, state)
-        log.info("resuming", after_iteration=state.iteration, trainer_checkpoint=state.trainer_checkpoint)
-    checkpoint = out / state.trainer_checkpoint if state and state.trainer_checkpoint else None
-    model, hf_tokenizer = load_policy(checkpoint or gguf)
-    sync = GGUFReloadSync(server, gguf, out / WEIGHTS_DIR) if server else None
-    if sync is None:
-        log.warning("weights are not pushed to external endpoints yet: they keep serving their own model")
-    elif checkpoint is not None and state is not None:
-        sync.version = state.weights_version
-        sync.push(model)  # serve the restored policy, not the base model, before anything is sampled
-    feed = RowFeed()
-    update = UpdateSettings(rows_per_update=config.update.rows_per_update, rows_per_pass=config.update.rows_per_pass,
-                            learning_rate=config.update.learning_rate,
-                            beta=config.update.beta, epsilon=config.update.epsilon,
-                            max_completion_length=config.update.max_completion_length,
-                            importance_sampling=config.update.importance_sampling,
-                            importance_sampling_cap=config.update.importance_sampling_cap,
-                            gradient_checkpointing=config.update.gradient_checkpointing)  # fmt: skip
-    trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / TRAINER_DIR, config.run.iterations)
+    ranks = Ranks.from_env()
+    feed = BroadcastRowFeed(ranks) if ranks.world > 1 else RowFeed()
+    trainer = grpo_trainer(model, hf_tokenizer, feed, _update_settings(config), out / TRAINER_DIR,
+                           config.run.iterations, processes=ranks.world)  # fmt: skip
     learner = Learner(trainer, feed, sync, config.update.rows_per_update, config.run.seed,
                       resume_from=checkpoint, updates_done=state.updates if state else 0)  # fmt: skip
     try:
@@ -162,6 +204,55 @@ async def _run(
             await loop.run(state)
     finally:
         learner.close()
+
+
+def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSettings, ranks: Ranks,
+            checkpoint: Path | None) -> None:  # fmt: skip
+    """A training process after the first: the same trainer, fed the rows the first one broadcasts."""
+    from transformers import set_seed
+
+    set_seed(config.run.seed)  # the same fresh adapter as the first process
+    model, tokenizer = load_policy(source, _lora(config), checkpoint)
+    trainer = grpo_trainer(model, tokenizer, BroadcastRowFeed(ranks), update, out / TRAINER_DIR, config.run.iterations,
+                           processes=ranks.world)  # fmt: skip
+    log.info("following the first process", rank=ranks.rank, processes=ranks.world)
+    with suppress(TrainingStopped):
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+
+
+def _update_settings(config: TrainConfig) -> UpdateSettings:
+    knobs = config.update
+    return UpdateSettings(rows_per_update=knobs.rows_per_update, rows_per_pass=knobs.rows_per_pass,
+                          learning_rate=knobs.learning_rate, beta=knobs.beta, epsilon=knobs.epsilon,
+                          max_completion_length=knobs.max_completion_length,
+                          importance_sampling=knobs.importance_sampling,
+                          importance_sampling_cap=knobs.importance_sampling_cap,
+                          gradient_checkpointing=knobs.gradient_checkpointing)  # fmt: skip
+
+
+def _lora(config: TrainConfig) -> LoraSettings | None:
+    policy = config.policy
+    if not policy.lora_rank:
+        return None
+    targets = policy.lora_targets
+    modules = targets if targets == "all-linear" else tuple(name.strip() for name in targets.split(","))
+    return LoraSettings(policy.lora_rank, policy.lora_alpha or 2 * policy.lora_rank, policy.lora_dropout, modules)
+
+
+def _weight_sync(
+    config: TrainConfig, source: Path | str, server: EmbeddedServer | None, out: Path
+) -> WeightSync | None:
+    """The sync `policy.weight_sync` names (config validation has matched it to the endpoints already)."""
+    kind = config.policy.sync
+    if kind == "reload":
+        assert server is not None and isinstance(source, Path)
+        return GGUFReloadSync(server, source, out / WEIGHTS_DIR)
+    if kind == "vllm-lora":
+        directory = Path(config.policy.adapter_dir) if config.policy.adapter_dir else out / WEIGHTS_DIR
+        return VLLMLoRASync(config.policy.endpoints, config.policy.adapter_name, directory)
+    if kind == "vllm-nccl":
+        return VLLMNCCLSync(config.policy.endpoints)
+    return None
 
 
 def _held_out_table(held: list[HeldOut]) -> Table:

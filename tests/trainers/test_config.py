@@ -41,6 +41,10 @@ def test_overrides_are_typed_and_validated() -> None:
         (["designer.plateau=[0.8, 0.2]"], "designer.plateau must satisfy 0 <= low <= high <= 1"),
         (["ablations.fixed_pool=true", "agent.reference_tasks=0"], "agent.reference_tasks must be > 0"),
         (["update.rows_per_update=1"], "must hold one designer group"),
+        (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=reload"], "cannot serve policy.endpoints"),
+        (["policy.weight_sync=vllm-nccl"], "policy.weight_sync=vllm-nccl pushes to vLLM: give policy.endpoints"),
+        (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=vllm-lora"], "set policy.lora_rank > 0"),
+        (["policy.weight_sync=rsync"], "policy.weight_sync: Input should be 'auto', 'reload'"),
     ],
 )
 def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], message: str) -> None:
@@ -52,3 +56,17 @@ def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], 
 def test_an_unknown_preset_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="no preset 'huge'; choose one of: cpu-tiny, gpu-qwen3-4b"):
         load_config("huge")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "sync"),
+    [
+        ([], "reload"),  # the embedded server: export and reload, LoRA merged or not
+        (["policy.lora_rank=8"], "reload"),
+        (['policy.endpoints=["http://gpu:8000/v1"]'], "vllm-nccl"),
+        (['policy.endpoints=["http://gpu:8000/v1"]', "policy.lora_rank=8"], "vllm-lora"),
+        (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=none"], "none"),
+    ],
+)
+def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str], sync: str) -> None:
+    assert load_config("cpu-tiny", overrides).policy.sync == sync

@@ -52,6 +52,24 @@ def test_a_bad_setting_stops_the_run_before_it_starts(tmp_path: Path) -> None:
     assert resumed.returncode == 2 and "has no checkpoint" in resumed.stderr
 
 
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--endpoint", "http://127.0.0.1:9/v1"], "vllm-nccl weight sync streams weights over NCCL and needs a CUDA"),
+        (["--preset", "gpu-qwen3-4b"], "the embedded server runs GGUF files, not 'Qwen/Qwen3-4B-Instruct-2507'"),
+    ],
+)
+def test_a_policy_the_machine_cannot_train_or_serve_stops_the_run(
+    tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    command = [*SPADEWORK, "train", "--out", str(tmp_path / "run"), *arguments]
+    completed = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"}
+    )
+    assert not (tmp_path / "run").exists(), "a run that cannot start leaves nothing behind"
+    assert completed.returncode == 2 and message in " ".join(completed.stderr.split()), completed.stderr[-2000:]
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -1,5 +1,6 @@
 """`spadework train` end to end, killed and resumed: the scripted mock model over HTTP (token ids from
-SmolLM2's own tokenizer) with the real sandbox, engine, GRPO updates, checkpoints and held-out evaluation.
+SmolLM2's own tokenizer) with the real sandbox, engine, GRPO updates of a LoRA adapter, checkpoints,
+held-out evaluation, and the adapter hot-loaded into the server as into vLLM (`/v1/load_lora_adapter`).
 
 The run is SIGKILLed (with its whole process group) after iteration 1 has written its designs but before
 its checkpoint, then continued with `--resume`: the finished run must read as if it had never stopped.
@@ -16,7 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import torch
+from safetensors.torch import load_file
 
 from engine.local_models import default_gguf
 from tests.engine.conftest import mock_model
@@ -24,7 +28,9 @@ from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_WORLD
 
 TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
-        "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2"]  # fmt: skip
+        "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2",
+        "policy.lora_rank=4"]  # fmt: skip
+ADAPTER = "spadework-policy"
 ENV = {**os.environ, "COLUMNS": "200"}
 # Two whole runs with two TRL updates between them: 4-5 minutes on 2 cores, over the suite's 300 s default.
 pytestmark = pytest.mark.timeout(900)
@@ -50,8 +56,9 @@ def resumed_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     designs.write_text(EXAMPLE_WORLD)
     out = tmp_path_factory.mktemp("run")
     with mock_model("--tokenizer", str(default_gguf()), "--design", str(designs)) as url:
-        settings = [f'policy.endpoints=["{url}"]', f"policy.tokenizer={default_gguf()}", *TINY]
-        command = [*SPADEWORK, "train", "--out", str(out)] + [item for s in settings for item in ("--set", s)]
+        settings = [f"policy.tokenizer={default_gguf()}", *TINY]
+        command = [*SPADEWORK, "train", "--out", str(out), "--endpoint", url]
+        command += [item for setting in settings for item in ("--set", setting)]
         first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
                                  start_new_session=True)  # fmt: skip
 
@@ -64,6 +71,7 @@ def resumed_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
         assert len(lines(out / "designs.jsonl")) == 4 and len(lines(out / "train.jsonl")) == 1
         resumed = subprocess.run([*SPADEWORK, "train", "--resume", str(out)], capture_output=True, text=True,
                                  timeout=600, env=ENV)  # fmt: skip
+        (out / "server-stats.json").write_text(httpx.get(url.removesuffix("/v1") + "/stats", timeout=10).text)
     yield out, resumed
 
 
@@ -91,6 +99,32 @@ def test_a_killed_run_resumes_from_its_checkpoint(resumed_run: tuple[Path, subpr
     trainer_state = json.loads((out / "trainer" / "checkpoint-2" / "trainer_state.json").read_text())
     assert trainer_state["global_step"] == 2 and len(trainer_state["log_history"]) >= 2
     assert json.loads((out / "config.json").read_text())["update"]["rows_per_update"] == 2
+
+
+def test_the_adapter_trains_and_reaches_the_server(resumed_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    out, _ = resumed_run
+    checkpoint = out / "trainer" / "checkpoint-2"
+    assert (checkpoint / "adapter_config.json").exists() and not (checkpoint / "model.safetensors").exists()
+    assert json.loads((checkpoint / "adapter_config.json").read_text())["r"] == 4
+
+    # loaded at each start (before anything is sampled) and after each update: 2 before the kill, 2 after
+    stats = json.loads((out / "server-stats.json").read_text())
+    assert set(stats["adapters"]) == {ADAPTER} and stats["adapters"][ADAPTER]["loads"] == 4
+    assert stats["prefix_cache_resets"] == 4
+    assert set(stats["models"]) == {ADAPTER}, "every request must name the adapter, the base model never"
+    state = json.loads((out / "checkpoints" / "state.json").read_text())
+    served = Path(stats["adapters"][ADAPTER]["path"])
+    assert served == (out / "weights" / f"{ADAPTER}-v00004").resolve() and state["weights_version"] == 4
+    assert sorted(p.name for p in (out / "weights").iterdir()) == [served.name]  # older versions are dropped
+
+    # what the server last loaded is the adapter the last update produced, tensor for tensor
+    trained, pushed = (
+        load_file(checkpoint / "adapter_model.safetensors"),
+        load_file(served / "adapter_model.safetensors"),
+    )
+    assert trained.keys() == pushed.keys() and any("lora_B" in name for name in trained)
+    for name, tensor in trained.items():
+        assert torch.equal(tensor, pushed[name]), name
 
 
 def test_a_resumed_run_keeps_its_config(resumed_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:

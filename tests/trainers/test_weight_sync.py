@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,13 @@ from typing import Any
 import httpx
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from engine.llama_server import EmbeddedServer, ServerSettings
 from engine.local_models import default_gguf
-from trainers.checkpoint import load_policy
-from trainers.weight_sync import GGUFReloadSync
+from tests.engine.conftest import mock_model
+from trainers.checkpoint import LoraSettings, load_policy
+from trainers.weight_sync import GGUFReloadSync, VLLMLoRASync, WeightSyncError
 
 # Largest |server logprob - trainer logprob| over the greedy tokens. Measured here: an unchanged model gives
 # 0.003 (f32) and 0.005 (f16); after the LoRA steps below, f16 gave 0.026.
@@ -106,3 +109,31 @@ def test_lora_is_merged_for_the_server(server: EmbeddedServer, policy: tuple[Any
     after = assert_in_sync(server, lora, prompt, sync)
     assert after != before
     assert len(list(tmp_path.glob("*.gguf"))) == 1  # the superseded export was removed
+
+
+def test_an_adapter_is_hot_loaded_into_vllm_style_servers(tmp_path: Path) -> None:
+    """`VLLMLoRASync` against a real HTTP server with vLLM's `/v1/load_lora_adapter` (the mock model's)."""
+    model, _ = load_policy(default_gguf(), LoraSettings(rank=2, alpha=4, targets=("q_proj",)))
+    plain, _ = load_policy(default_gguf())
+    with mock_model() as url:
+        sync = VLLMLoRASync([url, url], "policy", tmp_path)
+        sync.start(model, resumed=False)  # the fresh adapter, before anything is sampled
+        with torch.no_grad():
+            next(p for name, p in model.named_parameters() if "lora_B" in name).add_(0.5)
+        assert sync.push(model) == 2 and sync.served_model == "policy"
+        stats = httpx.get(url.removesuffix("/v1") + "/stats").json()
+        with pytest.raises(WeightSyncError, match="needs a LoRA policy"):
+            sync.push(plain)
+        with pytest.raises(
+            WeightSyncError, match=r"/elsewhere/v1/load_lora_adapter: 404; start vLLM with --enable-lora"
+        ):
+            VLLMLoRASync([url.replace("/v1", "/elsewhere/v1")], "policy", tmp_path / "other").push(model)
+    served = Path(stats["adapters"]["policy"]["path"])
+    assert served == (tmp_path / "policy-v00002").resolve() and not (tmp_path / "policy-v00001").exists()
+    assert stats["adapters"]["policy"]["loads"] == 4 and stats["prefix_cache_resets"] == 4  # 2 pushes x 2 servers
+    assert (
+        stats["adapters"]["policy"]["sha256"]
+        == hashlib.sha256((served / "adapter_model.safetensors").read_bytes()).hexdigest()
+    )
+    pushed = load_file(served / "adapter_model.safetensors")
+    assert any(tensor.abs().max() == 0.5 for name, tensor in pushed.items() if "lora_B" in name)
