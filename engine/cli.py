@@ -248,6 +248,9 @@ def serve(
     own_template: Annotated[
         bool, typer.Option(help="Keep the model's own chat template instead of spadework's tool-aware one.")
     ] = False,
+    slot_dir: Annotated[
+        Path | None, typer.Option(help="Allow saving and restoring slots' KV caches here (/slots/N?action=...).")
+    ] = None,
 ) -> None:
     """Serve a local GGUF model over an OpenAI-compatible API (llama.cpp), until SIGTERM or Ctrl-C."""
     try:
@@ -259,6 +262,7 @@ def serve(
             context=context,
             threads=threads or default_threads(),
             chat_template=None if own_template else CHATML_WITH_TOOLS,
+            slot_dir=slot_dir,
         )
         serve_forever(settings)
     except (ModelNotFoundError, ServerStartError) as error:

@@ -61,12 +61,27 @@ class _EpisodeEnded(Exception):
 
 def opening_messages(env: Environment, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
     """System rules (and, in constrained mode, the tool list, since no `tools` field is sent) and the task."""
+    user = task.instruction if not hinted else f"{task.instruction}\n\nHint: {task.hint}"
+    return [{"role": "system", "content": _system_prompt(env, mode)}, {"role": "user", "content": user}]
+
+
+def shared_opening(env: Environment, settings: EpisodeSettings) -> list[int]:
+    """The token ids every `tokens`-mode episode in `env` opens with: the rules and the tool schemas, up to
+    where the task begins. A server can compute them once for many episodes (`EmbeddedServer.share_prefix`)."""
+    template = load_template(settings.tokenizer or "")
+    system = {"role": "system", "content": _system_prompt(env, settings.mode)}
+    tools = [*env.tools, FINISH_FUNCTION]
+    one, other = (template.opening([system, {"role": "user", "content": text}], tools) for text in ("A", "B"))
+    length = next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
+    return one[:length]
+
+
+def _system_prompt(env: Environment, mode: Mode) -> str:
     system = f"{env.description}\n\n{AGENT_RULES}"
     if mode == "constrained":
         listing = json.dumps([entry["function"] for entry in [*env.tools, FINISH_FUNCTION]], indent=1)
         system += f'\n\nReply with one JSON object {{"name": <tool>, "arguments": {{...}}}}. The tools:\n{listing}'
-    user = task.instruction if not hinted else f"{task.instruction}\n\nHint: {task.hint}"
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    return system
 
 
 class Episode:

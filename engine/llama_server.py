@@ -61,11 +61,15 @@ class ServerSettings:
     threads: int = field(default_factory=default_threads)
     # The tool-aware ChatML template the engine's `tokens` mode renders with; None keeps the model's own.
     chat_template: str | None = CHATML_WITH_TOOLS
+    # Where slots' KV states may be saved and restored (`/slots/N?action=save|restore`); None: not at all.
+    slot_dir: Path | None = None
 
     def arguments(self) -> list[str]:
         """The `spadework serve` arguments that reproduce these settings."""
         arguments = ["--model", str(self.model), "--host", self.host, "--port", str(self.port)]
         arguments += ["--parallel", str(self.parallel), "--context", str(self.context), "--threads", str(self.threads)]
+        if self.slot_dir is not None:
+            arguments += ["--slot-dir", str(self.slot_dir)]
         return [*arguments, "--own-template"] if self.chat_template is None else arguments
 
 
@@ -97,6 +101,8 @@ def start_llama(settings: ServerSettings) -> Any:
     params.cpuparams_batch.n_threads = settings.threads
     if settings.chat_template is not None:
         params.chat_template = settings.chat_template
+    if settings.slot_dir is not None:
+        params.slot_save_path = f"{settings.slot_dir}/"
     try:
         return xllamacpp.Server(params)
     except RuntimeError:
@@ -124,6 +130,11 @@ def serve_forever(settings: ServerSettings) -> None:
             signal.signal(sig, handler)
         del server  # xllamacpp stops its HTTP threads and frees the model when the object goes
         log.info("server stopped", url=f"{url}/v1")
+
+
+def _ok(response: httpx.Response) -> None:
+    if response.status_code != 200:
+        raise RuntimeError(f"{response.request.url}: {response.status_code} {response.text[:300]}")
 
 
 def _stop_with_parent() -> None:
@@ -168,6 +179,29 @@ class EmbeddedServer:
             "embedded server ready", url=self._url, seconds=round(time.monotonic() - started, 2), log=self._log.name
         )
         return self._url
+
+    def share_prefix(self, prompt_ids: list[int]) -> int:
+        """Compute the KV cache of `prompt_ids` once and copy it into every slot; returns the slots primed.
+
+        Episodes of one world open with the same few thousand tokens (rules and tool schemas). llama.cpp
+        reuses a prefix only within a slot, so episodes starting together would each compute it again:
+        on 2 cores, 3,000 tokens take about 20 s per slot. Call this while no request is in flight (the
+        slots must be idle); the server needs `slot_dir`.
+        """
+        if self.settings.slot_dir is None:
+            raise RuntimeError("share_prefix needs ServerSettings.slot_dir (llama.cpp's --slot-save-path)")
+        root = self.base_url.removesuffix("/v1")
+        name = f"prefix-{os.getpid()}.bin"
+        body = {"prompt": prompt_ids, "n_predict": 0, "id_slot": 0, "cache_prompt": True}
+        with httpx.Client(timeout=600) as client:
+            _ok(client.post(f"{root}/completion", json=body))
+            _ok(client.post(f"{root}/slots/0", params={"action": "save"}, json={"filename": name}))
+            try:
+                for slot in range(1, self.settings.parallel):
+                    _ok(client.post(f"{root}/slots/{slot}", params={"action": "restore"}, json={"filename": name}))
+            finally:
+                (self.settings.slot_dir / name).unlink(missing_ok=True)
+        return self.settings.parallel
 
     def reload(self, model: Path) -> str:
         """Serve `model` instead (same port and settings); the old process is stopped first."""

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import httpx
 import structlog
 from pydantic import BaseModel
 
 from engine.endpoints import EndpointPool
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
+from engine.episode import shared_opening
 from engine.rollout import RolloutPlan, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
@@ -80,6 +82,8 @@ class SelfPlay:
     learner: Learner | None
     trainer_checkpoint: Path | None = None  # the newest full checkpoint of the policy and optimiser
     unsaved_updates: int = 0  # updates since then: a checkpoint of the run must wait for the next one
+    # Computes a world's opening tokens once for all the server's slots (`EmbeddedServer.share_prefix`).
+    share_prefix: Callable[[list[int]], int] | None = None
 
     async def run(self, resumed: RunState | None = None) -> None:
         """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
@@ -233,10 +237,28 @@ class SelfPlay:
                     worlds: Callable[[], Environment] | None = None) -> list[EpisodeRecord]:  # fmt: skip
         plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
                            hints="both", settings=self.agent)  # fmt: skip
+        worlds = worlds or LocalWorlds(world)
+        await self._share_opening(worlds)
         with TrajectoryStore.open(directory, plan) as store:
-            await run_rollout(plan, store, self.endpoints, worlds or LocalWorlds(world),
-                              self.design.settings.concurrency)  # fmt: skip
+            await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency)
         return list(read_records(directory))
+
+    async def _share_opening(self, worlds: Callable[[], Environment]) -> None:
+        """Every play of a world opens with the same rules and tool schemas: have the server compute them once."""
+        if self.share_prefix is None or self.agent.mode != "tokens":
+            return
+        env = worlds()
+        try:
+            prefix = shared_opening(env, self.agent)
+        finally:
+            await env.close()
+        started = time.perf_counter()
+        try:
+            slots = await anyio.to_thread.run_sync(self.share_prefix, prefix)
+        except (RuntimeError, httpx.HTTPError) as error:  # only a speed-up: the plays go on without it
+            log.warning("could not share the opening across the server's slots", reason=str(error))
+            return
+        log.debug("opening shared", tokens=len(prefix), slots=slots, seconds=round(time.perf_counter() - started, 2))
 
 
 def read_iterations(out: Path) -> list[IterationReport]:

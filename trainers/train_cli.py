@@ -4,8 +4,10 @@ run with `--resume`); `spadework report`: that run's plots and page."""
 from __future__ import annotations
 
 import json
+import tempfile
 import uuid
 from contextlib import AsyncExitStack, ExitStack, suppress
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -120,8 +122,9 @@ def train(
     with ExitStack() as stack:
         server = None
         if served is not None:
+            slots = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="spadework-slots-")))
             try:
-                server = stack.enter_context(EmbeddedServer(served))
+                server = stack.enter_context(EmbeddedServer(replace(served, slot_dir=slots)))
             except ServerStartError as error:
                 raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
         urls = [server.base_url] if server else list(config.policy.endpoints)
@@ -200,7 +203,8 @@ async def _run(
             memory = stack.enter_context(WorldMemory.open(out / "memory.sqlite"))
             run_id = state.run_id if state else uuid.uuid4().hex[:12]
             design = DesignRun(run_id, out, corpus, endpoints, sandbox, memory, settings, config.run.seed)
-            loop = SelfPlay(config, out, design, endpoints, agent, learner, trainer_checkpoint=checkpoint)
+            loop = SelfPlay(config, out, design, endpoints, agent, learner, trainer_checkpoint=checkpoint,
+                            share_prefix=server.share_prefix if server else None)  # fmt: skip
             await loop.run(state)
     finally:
         learner.close()

@@ -216,3 +216,36 @@ def test_a_killed_owner_leaves_no_server_behind() -> None:
         time.sleep(0.2)
     os.kill(child, signal.SIGKILL)
     raise AssertionError(f"the server {child} outlived its killed owner")
+
+
+def test_a_worlds_opening_is_computed_once_for_every_slot(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.environments import LocalWorlds
+    from engine.episode import opening_messages, shared_opening
+    from engine.settings import EpisodeSettings
+
+    settings = EpisodeSettings(mode="tokens", tokenizer="default")
+    env = LocalWorlds(LIBRARY)()
+    prefix = shared_opening(env, settings)
+    template = load_template("default")
+    world = load_world(LIBRARY)()
+    tools = [*env.tools, FINISH_FUNCTION]
+    openings = [template.opening(opening_messages(env, world.reset(seed), hinted, "tokens"), tools)
+                for seed, hinted in ((0, False), (1, True))]  # fmt: skip
+    for opening in openings:  # every episode opens with it, and the task comes right after
+        assert opening[: len(prefix)] == prefix and len(opening) > len(prefix) + 5
+    assert len(prefix) > 300
+
+    with EmbeddedServer(ServerSettings(model=default_gguf(), parallel=2, context=2048, slot_dir=tmp_path)) as server:
+        assert server.share_prefix(prefix) == 2
+        assert not list(tmp_path.iterdir()), "the saved state is removed once every slot has it"
+
+        def complete(opening: list[int]) -> dict[str, int]:
+            body = {"prompt": opening, "max_tokens": 2, "temperature": 0}
+            return httpx.post(server.base_url + "/completions", json=body, timeout=120).json()["timings"]
+
+        with ThreadPoolExecutor(2) as pool:  # together: without the shared prefix one slot computes it all
+            timings = list(pool.map(complete, openings))
+    for opening, timing in zip(openings, timings, strict=True):
+        assert timing["cache_n"] == len(prefix) and timing["prompt_n"] == len(opening) - len(prefix)
