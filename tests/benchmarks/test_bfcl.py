@@ -1,0 +1,87 @@
+"""BFCL v4 multi-turn through `spadework bench bfcl-v4`: the official data, backends and checker (bfcl-eval).
+
+The self-test policies pin the harness down: replaying the ground truth must pass every entry of every
+category, calling nothing must pass none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.bfcl.data import load_category
+from benchmarks.bfcl.episode import MAX_STEPS, BFCLEpisode, TurnView
+from benchmarks.bfcl.run import read_outcomes, run_bfcl
+from tests.servers import SPADEWORK
+
+ENV = {**os.environ, "COLUMNS": "200"}
+
+
+def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SPADEWORK, "bench", "bfcl-v4", *arguments], capture_output=True, text=True, timeout=300,
+                          env=ENV)  # fmt: skip
+
+
+def results(out: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((out / "results.json").read_text())
+    return loaded
+
+
+@pytest.mark.parametrize(("policy", "expected"), [("ground-truth", 1.0), ("none", 0.0)])
+def test_self_test_policies_score_all_or_nothing_on_all_800_entries(
+    tmp_path: Path, policy: str, expected: float
+) -> None:
+    completed = bench("--policy", policy, "--out", str(tmp_path))
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    summary = results(tmp_path)
+    assert summary["entries"] == {"base": 200, "miss_func": 200, "miss_param": 200, "long_context": 200}
+    assert summary["accuracy"] == dict.fromkeys(summary["entries"], expected) and summary["overall"] == expected
+    assert (
+        "overall (mean)" in completed.stdout and "Qwen3-4B-Instruct-2507 (FC)" in (tmp_path / "results.md").read_text()
+    )
+    if policy == "none":
+        reasons = {outcome.reason for outcome in read_outcomes(tmp_path)}
+        assert reasons and all("empty_turn_model_response" in reason for reason in reasons), reasons
+
+
+def test_a_run_resumes_and_grows_without_replaying(tmp_path: Path) -> None:
+    assert bench("--limit", "2", "--categories", "base,miss_func", "--out", str(tmp_path)).returncode == 0
+    first = [outcome.id for outcome in read_outcomes(tmp_path)]
+    assert len(first) == 4
+    assert bench("--limit", "3", "--out", str(tmp_path)).returncode == 0
+    ids = [outcome.id for outcome in read_outcomes(tmp_path)]
+    assert ids[:4] == first and len(ids) == 12 and len(set(ids)) == 12  # 8 new, none twice
+    assert results(tmp_path)["entries"] == {"base": 3, "miss_func": 3, "miss_param": 3, "long_context": 3}
+    other = bench("--policy", "none", "--out", str(tmp_path))
+    assert other.returncode == 2 and "holds a run with policy='ground-truth'" in other.stderr
+
+
+def test_bad_categories_and_policies_are_named(tmp_path: Path) -> None:
+    unknown = bench("--categories", "base,simple", "--out", str(tmp_path))
+    assert unknown.returncode == 2 and "unknown BFCL category simple: choose from base, miss_func" in unknown.stderr
+    policy = bench("--policy", "oracle", "--out", str(tmp_path))
+    assert policy.returncode == 2 and "unknown policy 'oracle'" in policy.stderr
+
+
+def test_episodes_leave_no_backends_behind_and_a_runaway_turn_is_cut(tmp_path: Path) -> None:
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    run_bfcl(tmp_path, "ground-truth", ["base", "long_context"], limit=3)
+    assert not [key for key in vars(multi_turn_utils) if key.startswith("spadework_")]
+
+    entry = next(e for e in load_category("base") if "GorillaFileSystem" in e.involved_classes)
+    seen: list[TurnView] = []
+
+    def never_done(view: TurnView) -> list[str]:
+        seen.append(view)
+        return ["ls()"]
+
+    outcome = BFCLEpisode(entry).play(never_done)
+    assert outcome.force_quit and not outcome.valid and outcome.reason == "multi_turn:force_terminated"
+    assert len(seen) == MAX_STEPS and all(view.turn == 0 for view in seen)  # asked 20 times, then cut
+    assert seen[-1].messages[-1]["role"] == "user" and "'name': 'ls()'" in seen[-1].messages[-1]["content"]
