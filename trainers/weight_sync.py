@@ -159,8 +159,10 @@ class VLLMNCCLSync:
             metadata = [(name, str(value.dtype).removeprefix("torch."), list(value.shape))
                         for name, value in weights.items()]  # fmt: skip
             for client in self._clients:
+                # NCCL sends from the GPU: a policy pushed before the trainer placed it (resume) is still on the CPU.
+                on_device = ((name, value.to(self.device)) for name, value in weights.items())
                 with client.weight_update():
-                    client.update_named_params(metadata, iter(weights.items()))
+                    client.update_named_params(metadata, on_device)
                 client.reset_prefix_cache()
         self.version += 1
         log.info("weights streamed", version=self.version, servers=len(self._clients),
