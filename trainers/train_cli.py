@@ -66,27 +66,10 @@ def train(
 
     Under `accelerate launch` or `torchrun` with several processes, the first plays and every one learns
     (data parallel)."""
-    state = None
     ranks = Ranks.from_env()
     if endpoint:
         overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
-    if resume is not None:
-        if out is not None or preset is not None:
-            raise typer.BadParameter("a resumed run keeps its directory and preset; drop --out and --preset")
-        out = resume
-        try:
-            state = load_state(out)
-            config = resumed_config(out / "config.json", overrides)
-        except (ResumeError, ConfigError) as error:
-            raise typer.BadParameter(str(error), param_hint="--resume") from None
-    else:
-        out = out or Path("runs/train")
-        try:
-            config = load_config(preset or "cpu-tiny", overrides)
-        except ConfigError as error:
-            raise typer.BadParameter(str(error), param_hint="--set") from None
-        if ranks.leader and out.exists() and any(out.iterdir()):
-            raise typer.BadParameter(f"{out} already holds a run; continue it with --resume {out}, or give a new --out")
+    config, out, state = _configured_run(preset, overrides, out, resume, check_empty=ranks.leader)
     source = _policy_source(config)
     update = _update_settings(config)
     if update.rows_per_update % (update.rows_per_pass * ranks.world):
@@ -104,13 +87,7 @@ def train(
             require_cuda_for_nccl()
         except WeightSyncError as error:
             raise typer.BadParameter(str(error), param_hint="--set policy.weight_sync") from None
-    served = None
-    if not config.policy.endpoints:
-        if not isinstance(source, Path) or source.suffix != ".gguf":
-            raise typer.BadParameter(
-                f"the embedded server runs GGUF files, not {config.policy.model!r}: serve it with vLLM and give "
-                "--endpoint", param_hint="--set policy.model")  # fmt: skip
-        served = ServerSettings(model=source, parallel=config.policy.parallel)
+    served = _embedded_server(config, source)
     tokenizer = config.policy.tokenizer or str(source)
     try:
         documents = "none" if config.ablations.no_corpus else config.designer.corpus
@@ -128,8 +105,41 @@ def train(
             except ServerStartError as error:
                 raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
         urls = [server.base_url] if server else list(config.policy.endpoints)
-        anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state)
+        anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks)
     Console().print(_held_out_table(read_held_out(out)))
+
+
+def _configured_run(preset: str | None, overrides: list[str], out: Path | None, resume: Path | None,
+                    check_empty: bool) -> tuple[TrainConfig, Path, RunState | None]:  # fmt: skip
+    """The run's config, directory and (resuming) checkpoint state, or one clear error."""
+    if resume is not None:
+        if out is not None or preset is not None:
+            raise typer.BadParameter("a resumed run keeps its directory and preset; drop --out and --preset")
+        try:
+            state = load_state(resume)
+            return resumed_config(resume / "config.json", overrides), resume, state
+        except (ResumeError, ConfigError) as error:
+            raise typer.BadParameter(str(error), param_hint="--resume") from None
+    out = out or Path("runs/train")
+    try:
+        config = load_config(preset or "cpu-tiny", overrides)
+    except ConfigError as error:
+        raise typer.BadParameter(str(error), param_hint="--set") from None
+    if check_empty and out.exists() and any(out.iterdir()):  # other processes of the run see the first's files
+        raise typer.BadParameter(f"{out} already holds a run; continue it with --resume {out}, or give a new --out")
+    return config, out, None
+
+
+def _embedded_server(config: TrainConfig, source: Path | str) -> ServerSettings | None:
+    """How to serve the policy here, or None when it is served by `policy.endpoints`."""
+    if config.policy.endpoints:
+        return None
+    if not isinstance(source, Path) or source.suffix != ".gguf":
+        raise typer.BadParameter(
+            f"the embedded server runs GGUF files, not {config.policy.model!r}: serve it with vLLM and give --endpoint",
+            param_hint="--set policy.model",
+        )
+    return ServerSettings(model=source, parallel=config.policy.parallel)
 
 
 def _policy_source(config: TrainConfig) -> Path | str:
@@ -152,6 +162,8 @@ async def _run(
     tokenizer: str,
     server: EmbeddedServer | None,
     state: RunState | None,
+    update: UpdateSettings,
+    ranks: Ranks,
 ) -> None:
     if state is not None:
         restore(out, state)
@@ -190,10 +202,9 @@ async def _run(
         ),
         memory_examples=0 if config.ablations.no_memory else 1,
     )
-    ranks = Ranks.from_env()
     feed = BroadcastRowFeed(ranks) if ranks.world > 1 else RowFeed()
-    trainer = grpo_trainer(model, hf_tokenizer, feed, _update_settings(config), out / TRAINER_DIR,
-                           config.run.iterations, processes=ranks.world)  # fmt: skip
+    trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / TRAINER_DIR, config.run.iterations,
+                           processes=ranks.world)  # fmt: skip
     learner = Learner(trainer, feed, sync, config.update.rows_per_update, config.run.seed,
                       resume_from=checkpoint, updates_done=state.updates if state else 0)  # fmt: skip
     try:
