@@ -13,8 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.grpo import RowFeed, SaveWhenAsked, TrainingStopped
-from trainers.rows import TrainingRow, rollout_batch
+from trainers.grpo import RowFeed, SaveWhenAsked
+from trainers.rows import TrainingRow
 
 
 @dataclass(frozen=True)
@@ -46,23 +46,19 @@ class BroadcastRowFeed(RowFeed):
         super().__init__(wait_seconds)
         self.ranks = ranks
 
-    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+    def _step_rows(self, share: int, trainer: Any) -> list[TrainingRow] | None:
         import torch.distributed as dist
 
-        if self.batches:
-            self._updates.put(self.batches)
         saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveWhenAsked))
-        share = len(prompts)
         payload: list[Any] = [None]
         if self.ranks.leader:
             rows = self._take(share * self.ranks.world)
             payload = [None if rows is None else (rows, saver.asked.is_set())]
         dist.broadcast_object_list(payload, src=0)
         if payload[0] is None:
-            raise TrainingStopped
+            return None
         rows, checkpoint = payload[0]
         if checkpoint:
             saver.asked.set()
-        self.batches += 1
         mine: list[TrainingRow] = rows[self.ranks.rank * share : (self.ranks.rank + 1) * share]
-        return rollout_batch(mine)
+        return mine

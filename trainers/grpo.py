@@ -78,11 +78,15 @@ class RowFeed:
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         if self.batches:
             self._updates.put(self.batches)
-        rows = self._take(len(prompts))
+        rows = self._step_rows(len(prompts), trainer)
         if rows is None:
             raise TrainingStopped
         self.batches += 1
         return rollout_batch(rows)
+
+    def _step_rows(self, share: int, trainer: Any) -> list[TrainingRow] | None:
+        """This process's rows for the step TRL is starting, or None once the run has stopped."""
+        return self._take(share)
 
     def _take(self, count: int) -> list[TrainingRow] | None:
         """The next `count` rows, or None once the run has stopped."""

@@ -6,7 +6,7 @@ sampled from the pushed weights. Three ways, one per kind of server:
 - `GGUFReloadSync` (CPU): export the policy to a GGUF (LoRA merged) and restart the embedded llama.cpp
   server on it, on the same port, so the engine's endpoint URL stays valid;
 - `VLLMLoRASync`: save the LoRA adapter where the vLLM servers can read it and hot-load it under one name
-  (`/v1/load_lora_adapter`, in place after the first time); requests name the adapter as their model;
+  (`/v1/load_lora_adapter`, always in place); requests name the adapter as their model;
 - `VLLMNCCLSync`: stream all weights (LoRA merged) to the vLLM servers over NCCL through TRL's
   `VLLMClient` (vLLM's weight-transfer engine); the trainer needs a CUDA device.
 
