@@ -98,11 +98,21 @@ class ChatClient:
         self.tokens = TokenTrace() if settings.token_ids else None
         self.tokens_used = 0
         self._constrained = settings.mode == "constrained"
-        self._tool_field = (
-            {"response_format": constrained_response_format(tools)} if self._constrained else {"tools": tools}
-        )
-        if not tools:  # a request without tools (the designer's) sends no tool fields at all
-            self._tool_field = {}
+        self._tools = tools  # the episode's own list: a conversation adds to it as tools are revealed
+        self._tool_field: dict[str, Any] = {}
+        self._fielded = -1  # how many tools `_tool_field` was built for
+
+    def _tool_fields(self) -> dict[str, Any]:
+        """`tools`, or the constrained `response_format`, for the tools offered now; none for no tools."""
+        if self._fielded != len(self._tools):
+            self._fielded = len(self._tools)
+            if not self._tools:  # a request without tools (the designer's) sends no tool fields at all
+                self._tool_field = {}
+            elif self._constrained:
+                self._tool_field = {"response_format": constrained_response_format(self._tools)}
+            else:
+                self._tool_field = {"tools": list(self._tools)}
+        return self._tool_field
 
     def start(self, messages: list[dict[str, Any]]) -> None:
         pass
@@ -114,7 +124,7 @@ class ChatClient:
             "messages": messages,
             "max_tokens": settings.max_tokens_per_turn,
             "temperature": settings.temperature,
-            **self._tool_field,
+            **self._tool_fields(),
         }
         if settings.token_ids:
             body["return_token_ids"] = True
@@ -167,6 +177,7 @@ class TokensClient:
         return self.tokens
 
     def start(self, messages: list[dict[str, Any]]) -> None:
+        self._tools = list(self._tools)  # rendered once, into the opening: tools revealed later arrive as text
         self._trace.prompt_ids = self.template.opening(messages, self._tools)
         self.tokens_used = len(self._trace.prompt_ids)
 

@@ -9,6 +9,9 @@ agent as an error and counted; they are the agent's mistakes, not infrastructure
 History is sent back exactly as the server produced it: an assistant message is echoed with its content
 and `tool_calls` untouched (the argument strings are not re-serialised), so a server that renders the
 conversation sees the same text it sampled.
+
+A `Conversation` (a benchmark dialogue) goes on past the agent's first answer: a reply without a call ends
+the agent's turn, and the environment's next user message, or its end, follows (see `engine.conversation`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import anyio
 
 from engine.clients import ChatClient, ModelClient, Route, TokensClient
+from engine.conversation import Conversation
 from engine.endpoints import Endpoint, EndpointPool
 from engine.environments import Environment
 from engine.parsing import FINISH_TOOL, ParsedCall, ParsedReply
@@ -96,7 +100,9 @@ class Episode:
         self.tool_calls = 0
         self.malformed_turns = 0
         self.tokens: TokenTrace | None = None
-        self._tools = [*env.tools, FINISH_FUNCTION]
+        self.dialogue = env if isinstance(env, Conversation) else None
+        self._tools: list[dict[str, Any]] = []  # filled at reset (a conversation's tools depend on its task)
+        self._calling_replies = 0  # replies that ran tool calls in the user's current turn
 
     def _client(self, endpoint: Endpoint) -> ModelClient:
         headers = {EPISODE_HEADER: f"{self.run}/{self.key.text}"}
@@ -151,13 +157,19 @@ class Episode:
 
     async def _run(self, client: ModelClient, endpoint: Endpoint, started: float) -> None:
         task = await self.env.reset(self.key.seed)
-        self.messages = opening_messages(self.env, task, self.key.hinted, self.settings.mode)
+        offers_finish = self.dialogue is None or self.dialogue.finish_tool
+        self._tools[:] = [*self.env.tools, FINISH_FUNCTION] if offers_finish else self.env.tools
+        if self.dialogue is not None:
+            self.messages = self.dialogue.opening(task, self.key.hinted, self.settings.mode)
+        else:
+            self.messages = opening_messages(self.env, task, self.key.hinted, self.settings.mode)
         client.start(self.messages)
         for index in range(self.settings.max_turns):
             turn = Turn(
                 index=index, endpoint=endpoint.url, started_s=time.perf_counter() - started, latency_s=0.0, attempts=1
             )
-            message, reply = await client.sample(self.messages, turn)
+            sent = self.dialogue.prompt(self.messages) if self.dialogue is not None else self.messages
+            message, reply = await client.sample(sent, turn)
             self.turns.append(turn)
             self.messages.append(message)
             answered = len(self.messages)
@@ -174,16 +186,30 @@ class Episode:
 
     async def _act(self, reply: ParsedReply, turn: Turn) -> None:
         """Run the calls in order; show problems to the agent; a reply with neither is a final answer."""
+        if self.dialogue is not None and self.dialogue.reads_replies:
+            await self._next_user_turn(reply.text)
+            return
+        if reply.problems and self.dialogue is not None and self.dialogue.malformed_ends_turn:
+            turn.problems.extend(reply.problems)
+            self.malformed_turns += 1
+            await self._next_user_turn(reply.text)
+            return
         if not reply.calls and not reply.problems:
-            await self._step(Finish(answer=reply.text or None))
+            if self.dialogue is not None:
+                await self._next_user_turn(reply.text)
+            else:
+                await self._step(Finish(answer=reply.text or None))
             return
         native = bool(self.messages[-1].get("tool_calls"))
         results: list[str] = []
         for position, call in enumerate(reply.calls):
             if call.problem:
                 content = json.dumps(error_observation("malformed_call", call.problem))
-            elif call.name == FINISH_TOOL:
+            elif call.name == FINISH_TOOL and FINISH_FUNCTION in self._tools:
                 answer = call.arguments.get("answer")
+                if self.dialogue is not None:  # ends the agent's turn; later calls in this reply are dropped
+                    await self._next_user_turn("" if answer is None else str(answer))
+                    return
                 await self._step(Finish(answer=None if answer is None else str(answer)))  # ends the episode
             else:
                 turn.tool_calls += 1
@@ -204,6 +230,10 @@ class Episode:
         feedback = self._feedback(results, loose_problems)
         if feedback:
             self.messages.append({"role": "user", "content": feedback})
+        if self.dialogue is not None and self.dialogue.max_calling_replies is not None and turn.tool_calls:
+            self._calling_replies += 1
+            if self._calling_replies > self.dialogue.max_calling_replies:
+                await self._end_on_state("user_turn_limit")
 
     def _feedback(self, results: list[str], problems: list[str]) -> str:
         """Tool results for calls written as text, and what was wrong with the reply, as one user message."""
@@ -221,6 +251,17 @@ class Episode:
             cause = None if result.terminated else "step_limit"
             raise _EpisodeEnded(status, cause, result.reward, str(scorecard) if scorecard is not None else None)
         return result
+
+    async def _next_user_turn(self, reply: str) -> None:
+        """The agent ended its turn: the user's next message (and any tools it reveals), or the dialogue's end."""
+        assert self.dialogue is not None
+        user = await self.dialogue.respond(reply)
+        if user is None:
+            score, scorecard = await self.env.score()
+            raise _EpisodeEnded("ok", None, score, scorecard)
+        self._calling_replies = 0
+        self._tools.extend(user.tools)  # the chat client reads this list at every request
+        self.messages.append({"role": "user", "content": user.text(self.settings.mode)})
 
     async def _end_on_state(self, cause: str) -> None:
         score, scorecard = await self.env.score()

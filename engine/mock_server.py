@@ -6,7 +6,11 @@ episode from the `X-Spadework-Episode` header the engine sends (`run/role/world/
 - `oracle` plays the world's reference solution, one call per turn (the turn is the number of earlier
   assistant replies that held a usable call, so an injected malformed reply is simply repeated);
 - `random` calls random tools with schema-shaped arguments (`toolworlds.policies.RandomPolicy`);
-- `malformed` only ever writes broken calls.
+- `malformed` only ever writes broken calls;
+- `bfcl` answers BFCL v4 multi-turn entries (world `bfcl-v4`) with their ground truth, turn by turn
+  (`benchmarks.bfcl.replay`; needs bfcl-eval);
+- `acebench` says the milestones of ACEBench Agent tasks (world `acebench`, the vendored data) and plays
+  their user (`benchmarks.acebench.replay`).
 
 Calls come back as native `tool_calls`, or as text in one of the protocols the engine parses (`--style`);
 a request with a JSON-schema `response_format` gets the bare JSON object. Latency and faults (5xx,
@@ -16,7 +20,8 @@ completion's token ids and per-token logprobs, from a byte-level "tokenizer" ove
 (`render`), so the engine's token accounting can be checked exactly. `--drift` re-renders past tool-call
 arguments differently, as a server with a non-prefix-preserving template would. Like vLLM with runtime
 LoRA updating, it takes `/v1/load_lora_adapter` (checking the PEFT files are there) and
-`/reset_prefix_cache`; `/stats` says what was loaded and which model each request named.
+`/reset_prefix_cache`; `/stats` says what was loaded, which model each request named and which tools each
+request offered.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from toolworlds.core import Finish, ToolCall, ToolWorld
 from toolworlds.policies import RandomPolicy
 from toolworlds.registry import load_world, world_in_file
 
-Script = Literal["oracle", "random", "malformed"]
+Script = Literal["oracle", "random", "malformed", "bfcl", "acebench"]
 Style = Literal["native", "hermes", "json", "python"]
 FAULTS = ("5xx", "hang", "drop", "garbage", "malformed")
 
@@ -71,6 +76,7 @@ class MockStats:
     models: Counter[str] = field(default_factory=Counter)  # the model each request named
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # LoRA name -> path, weights' sha256, loads
     prefix_cache_resets: int = 0
+    offered: dict[str, list[list[str]]] = field(default_factory=dict)  # episode -> tool names sent, per request
 
 
 # -- the byte-level template -----------------------------------------------------------------------
@@ -124,6 +130,15 @@ def _plan(world_spec: str, seed: int) -> list[ToolCall | Finish]:
     world = _world_class(world_spec)()
     world.reset(seed)
     return world.solution()
+
+
+def _bfcl_calls(
+    episode: list[str], messages: list[dict[str, Any]], constrained: bool
+) -> list[tuple[str, dict[str, Any]]]:
+    from benchmarks.bfcl.play import all_entries
+    from benchmarks.bfcl.replay import scripted_calls
+
+    return scripted_calls(all_entries()[int(episode[3])], messages, constrained)
 
 
 def _usable_turns(messages: list[dict[str, Any]], constrained: bool) -> int:
@@ -189,21 +204,58 @@ class MockModel:
         constrained = (body.get("response_format") or {}).get("type") == "json_schema"
         if malformed or self.settings.script == "malformed":
             return {"role": "assistant", "content": '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'}
-        name, arguments = _named(self.next_action(episode, _usable_turns(messages, constrained)))
+        if self.settings.script == "acebench":
+            return self._acebench(episode, body, messages)
+        if self.settings.script == "bfcl":
+            calls = _bfcl_calls(episode, messages, constrained)
+            if not calls:
+                return self._message([(FINISH_TOOL, {})] if constrained else [], constrained)
+            return self._message(calls, constrained)
+        return self._message([_named(self.next_action(episode, _usable_turns(messages, constrained)))], constrained)
+
+    def _acebench(self, episode: list[str], body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+        from benchmarks.acebench import replay
+
+        if episode[1] == "user":
+            return {"role": "assistant", "content": replay.user_reply(messages)}
+        task = replay.vendored_tasks()[int(episode[3])]
+        if not body.get("tools"):
+            return {"role": "assistant", "content": replay.agent_prompt_reply(task, messages)}
+        said = replay.agent_fc_reply(task, messages)
+        return self._message(said, False) if isinstance(said, list) else {"role": "assistant", "content": said}
+
+    def _message(self, calls: list[tuple[str, dict[str, Any]]], constrained: bool) -> dict[str, Any]:
+        """An assistant message making `calls` in the configured style (none: a plain text answer)."""
+        if not calls:
+            return {"role": "assistant", "content": "Done."}
         if constrained:
+            ((name, arguments),) = calls
             return {"role": "assistant", "content": json.dumps({"name": name, "arguments": arguments})}
         style = self.settings.style
         if style == "native":
-            function = {"name": name, "arguments": json.dumps(arguments, separators=(",", ":"))}
-            call = {"id": f"call_{next(self._ids)}", "type": "function", "function": function}
-            return {"role": "assistant", "content": None, "tool_calls": [call]}
+            native = [
+                {
+                    "id": f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(arguments, separators=(",", ":"))},
+                }
+                for name, arguments in calls
+            ]
+            return {"role": "assistant", "content": None, "tool_calls": native}
         if style == "hermes":
-            text = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+            text = "".join(
+                f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+                for name, arguments in calls
+            )
         elif style == "json":
-            text = json.dumps({"name": name, "arguments": arguments})
+            objects = [{"name": name, "arguments": arguments} for name, arguments in calls]
+            text = json.dumps(objects[0] if len(objects) == 1 else objects)
         else:
-            keywords = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
-            text = f"[{name}({keywords})]"
+            listed = (
+                f"{name}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
+                for name, arguments in calls
+            )
+            text = f"[{', '.join(listed)}]"
         return {"role": "assistant", "content": text}
 
     def completion(self, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
@@ -329,6 +381,8 @@ def build_app(settings: MockSettings) -> web.Application:
         episode = _episode_fields(request.headers.get(EPISODE_HEADER, ""))
         if episode is None:
             return _error(400, f"the mock model needs the {EPISODE_HEADER} header (run/role/world/seed/hinted/sample)")
+        names = [entry.get("function", {}).get("name") for entry in body.get("tools") or []]
+        model.stats.offered.setdefault("/".join(episode), []).append(names)
         if settings.latency_s:
             await asyncio.sleep(settings.latency_s)
         fault = model.draw_fault()
@@ -367,7 +421,8 @@ def build_app(settings: MockSettings) -> web.Application:
         stats = model.stats
         return web.json_response({"requests": stats.requests, "faults": dict(stats.faults),
                                   "models": dict(stats.models), "adapters": stats.adapters,
-                                  "prefix_cache_resets": stats.prefix_cache_resets})  # fmt: skip
+                                  "prefix_cache_resets": stats.prefix_cache_resets,
+                                  "offered": stats.offered})  # fmt: skip
 
     async def load_lora_adapter(request: web.Request) -> web.Response:
         try:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from engine.rollout import RolloutStats
@@ -28,7 +28,8 @@ def live_progress(stats: RolloutStats, console: Console, enabled: bool) -> Itera
         yield
         return
     columns = (TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"))
-    with Progress(*columns, TimeElapsedColumn(), console=console, refresh_per_second=4) as progress:
+    timing = (TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    with Progress(*columns, *timing, console=console, refresh_per_second=4) as progress:
         handle = progress.add_task("rollout", total=stats.planned, status="")
         stop = threading.Event()
 

@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import anyio
 import structlog
@@ -28,6 +28,21 @@ from engine.trajectory import EpisodeKey, EpisodeRecord
 
 Hints = Literal["plain", "hinted", "both"]
 log = structlog.get_logger()
+
+
+class Plan(Protocol):
+    """What `run_rollout` plays: a run id, how episodes are played, and which keys."""
+
+    @property
+    def run(self) -> str: ...
+
+    @property
+    def settings(self) -> EpisodeSettings: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def episodes(self) -> Iterator[EpisodeKey]: ...
 
 
 class RolloutPlan(BaseModel):
@@ -102,7 +117,7 @@ class RolloutStats:
 
 
 async def run_rollout(
-    plan: RolloutPlan,
+    plan: Plan,
     store: TrajectoryStore,
     pool: EndpointPool,
     environments: Callable[[], Environment],

@@ -24,6 +24,10 @@ class UnknownCategory(ValueError):
     """A category that BFCL v4 multi-turn does not have; the message lists the ones it has."""
 
 
+class UnknownEntry(ValueError):
+    """An entry id that no multi-turn category holds; the message names it and the id pattern."""
+
+
 @dataclass(frozen=True)
 class Entry:
     """One multi-turn test: the user's turns, the tools, the backends' start state and the answer."""
@@ -91,3 +95,14 @@ def load_category(category: str) -> tuple[Entry, ...]:
             )
         )
     return tuple(entries)
+
+
+def choose(categories: list[str], limit: int | None = None, ids: list[str] | None = None) -> list[Entry]:
+    """The entries a run plays: the given `ids` (in any category), else the first `limit` of each category."""
+    if not ids:
+        return [entry for category in categories for entry in load_category(category)[:limit]]
+    known = {entry.id: entry for category in CATEGORIES for entry in load_category(category)}
+    unknown = [name for name in ids if name not in known]
+    if unknown:
+        raise UnknownEntry(f"no BFCL multi-turn entry {', '.join(unknown)} (ids look like multi_turn_base_0)")
+    return [known[name] for name in dict.fromkeys(ids)]

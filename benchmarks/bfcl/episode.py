@@ -2,8 +2,9 @@
 
 The loop (`BaseHandler.inference_multi_turn_*` in bfcl-eval): the user's messages arrive turn by turn;
 on a miss_func turn the held-out functions are revealed with the fixed follow-up message; within a turn
-the model is asked again after every batch of tool results until it answers without a call; more than
-`MAX_STEPS` steps in a turn force-quits the entry (it then fails).
+the model is asked again after every batch of tool results until it answers without a call; once a turn
+has had more than `MAX_STEPS` steps that ran calls, the entry is force-quit (the later turns are never
+played, so it fails, unless it was the last turn, which is scored as it stands).
 
 bfcl-eval caches backend instances in a module dictionary keyed by model name and entry id, so each
 episode uses a name of its own and removes its instances when it is scored.
@@ -50,10 +51,56 @@ class Outcome:
     force_quit: bool = False
 
 
-class BFCLEpisode:
+class BFCLBackends:
+    """One entry's backend instances in bfcl-eval: run calls on them, score a play, then forget them.
+
+    bfcl-eval caches instances in a module dictionary keyed by model name and entry id, so each play uses
+    a name of its own and `close` removes what it (and its scoring) created."""
+
     def __init__(self, entry: Entry) -> None:
         self.entry = entry
-        self.name = f"spadework_{uuid.uuid4().hex[:12]}"  # isolates this episode's backend instances
+        self.name = f"spadework_{uuid.uuid4().hex[:12]}"
+
+    def execute(self, calls: list[str]) -> list[str]:
+        """Run calls on this play's backends (the official executor); one result string per call."""
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+
+        entry = self.entry
+        results, _ = execute_multi_turn_func_call(calls, entry.initial_config, entry.involved_classes, self.name,
+                                                  entry.id, long_context=entry.long_context)  # fmt: skip
+        return [str(result) for result in results]
+
+    def score(self, decoded: list[list[list[str]]], steps: int) -> Outcome:
+        """The official multi-turn checker: state and responses after every turn, against the ground truth.
+        A play cut short (fewer turns than the entry has) fails as `multi_turn:force_terminated`."""
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+        bfcl_modules()
+        entry = self.entry
+        if len(decoded) < len(entry.turns):
+            return Outcome(entry.id, entry.category, False, "multi_turn:force_terminated", steps, decoded,
+                           force_quit=True)  # fmt: skip
+        verdict = multi_turn_checker(decoded, entry.ground_truth, entry.raw, f"multi_turn_{entry.category}",
+                                     f"{self.name}_checker")  # fmt: skip
+        reason = "" if verdict["valid"] else str(verdict.get("error_type") or verdict.get("error_message", ""))
+        return Outcome(entry.id, entry.category, bool(verdict["valid"]), reason, steps, decoded)
+
+    def close(self) -> None:
+        """Drop every backend instance this play (and its scoring) created in bfcl-eval's module cache."""
+        from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+        prefix = re.sub(r"[-./:]", "_", self.name)
+        cache = vars(multi_turn_utils)
+        for key in [key for key in cache if key.startswith(prefix)]:
+            del cache[key]
+
+
+class BFCLEpisode:
+    """An entry played by a `Policy` in this process: the harness's self-tests (no model, no engine)."""
+
+    def __init__(self, entry: Entry) -> None:
+        self.entry = entry
+        self.backends = BFCLBackends(entry)
 
     def play(self, policy: Policy) -> Outcome:
         entry = self.entry
@@ -68,54 +115,19 @@ class BFCLEpisode:
                     user = [{"role": "user", "content": REVEAL_MESSAGE}]
                 messages += user
                 turn_steps: list[list[str]] = []
-                for step in range(MAX_STEPS + 1):
-                    if step == MAX_STEPS:  # the official loop quits past the limit; the entry fails
-                        decoded.append(turn_steps)
-                        return self._quit(decoded, steps)
-                    calls = policy(TurnView(entry, turn, step, messages, functions))
+                while len(turn_steps) <= MAX_STEPS:
+                    calls = policy(TurnView(entry, turn, len(turn_steps), messages, functions))
                     steps += 1
                     if not calls:
                         break
-                    results = self.execute(calls)
                     turn_steps.append(calls)
-                    messages += _call_messages(calls, results)
+                    messages += _call_messages(calls, self.backends.execute(calls))
                 decoded.append(turn_steps)
-            return self.score(decoded, steps)
+                if len(turn_steps) > MAX_STEPS:  # force-quit: the later turns are not played
+                    break
+            return self.backends.score(decoded, steps)
         finally:
-            self.close()
-
-    def execute(self, calls: list[str]) -> list[str]:
-        """Run calls on this episode's backends (the official executor); one result string per call."""
-        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
-
-        entry = self.entry
-        results, _ = execute_multi_turn_func_call(calls, entry.initial_config, entry.involved_classes, self.name,
-                                                  entry.id, long_context=entry.long_context)  # fmt: skip
-        return [str(result) for result in results]
-
-    def score(self, decoded: list[list[list[str]]], steps: int) -> Outcome:
-        """The official multi-turn checker: state and responses after every turn, against the ground truth."""
-        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
-
-        bfcl_modules()
-        entry = self.entry
-        verdict = multi_turn_checker(decoded, entry.ground_truth, entry.raw, f"multi_turn_{entry.category}",
-                                     f"{self.name}_checker")  # fmt: skip
-        reason = "" if verdict["valid"] else str(verdict.get("error_type") or verdict.get("error_message", ""))
-        return Outcome(entry.id, entry.category, bool(verdict["valid"]), reason, steps, decoded)
-
-    def _quit(self, decoded: list[list[list[str]]], steps: int) -> Outcome:
-        return Outcome(self.entry.id, self.entry.category, False, "multi_turn:force_terminated", steps, decoded,
-                       force_quit=True)  # fmt: skip
-
-    def close(self) -> None:
-        """Drop every backend instance this episode (and its scoring) created in bfcl-eval's module cache."""
-        from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-
-        prefix = re.sub(r"[-./:]", "_", self.name)
-        cache = vars(multi_turn_utils)
-        for key in [key for key in cache if key.startswith(prefix)]:
-            del cache[key]
+            self.backends.close()
 
 
 def _call_messages(calls: list[str], results: list[str]) -> list[dict[str, Any]]:

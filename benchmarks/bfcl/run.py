@@ -1,5 +1,8 @@
-"""A BFCL v4 multi-turn run: entries played one by one into a resumable journal, then the accuracy per
-category and overall (the unweighted mean of the categories, as the leaderboard computes it)."""
+"""A BFCL v4 multi-turn run, then the accuracy per category and overall (the unweighted mean of the
+categories, as the leaderboard computes it), as `results.json` and a Markdown table beside the anchors.
+
+Self-test policies play in this process into a journal of their own (`entries.jsonl`); a model plays through
+the engine into a trajectory store (`benchmarks.bfcl.play`). Both resume."""
 
 from __future__ import annotations
 
@@ -12,8 +15,9 @@ from pathlib import Path
 
 from rich.progress import Progress
 
-from benchmarks.bfcl.data import Entry, load_category
-from benchmarks.bfcl.episode import POLICIES, BFCLEpisode, Outcome
+from benchmarks.bfcl.data import CATEGORIES, Entry
+from benchmarks.bfcl.episode import MAX_STEPS, POLICIES, BFCLEpisode, Outcome
+from benchmarks.bfcl.play import BFCLRun, all_entries, play_bfcl, seeds_of
 
 JOURNAL = "entries.jsonl"
 RUN_FILE = "run.json"
@@ -34,20 +38,29 @@ class RunMismatch(ValueError):
 
 @dataclass(frozen=True)
 class Summary:
-    policy: str
+    policy: str  # a self-test policy, or "model"
     accuracy: dict[str, float]  # category -> share of entries correct
     entries: dict[str, int]
     overall: float
     seconds: float
+    model: str | None = None  # for model runs: what played, how, and against which server
+    style: str | None = None
+    endpoint: str | None = None
+    infra_errors: int = 0
+    force_terminated: int = 0
+    temperature: float | None = None
+
+    @property
+    def label(self) -> str:
+        return self.policy if self.model is None else f"{self.model} ({self.style})"
 
 
-def run_bfcl(out: Path, policy: str, categories: list[str], limit: int | None = None) -> Summary:
-    """Play the first `limit` entries of each category (all 200 by default) with `policy`, resuming a run
-    already in `out` (entries played before are not played again, whatever categories or limit it had);
+def run_bfcl(out: Path, policy: str, chosen: list[Entry]) -> Summary:
+    """Play the `chosen` entries with `policy`, resuming a run already in `out` (entries played before are
+    not played again, whatever entries it chose then);
     writes `results.json` and `results.md` there."""
     _claim(out, {"benchmark": "bfcl-v4-multi-turn", "policy": policy})  # categories and limit may grow
     done = {outcome.id: outcome for outcome in read_outcomes(out)}
-    chosen = [entry for category in categories for entry in load_category(category)[:limit]]
     started = time.perf_counter()
     with Progress(transient=True) as progress, (out / JOURNAL).open("a") as journal:
         task = progress.add_task(f"BFCL v4 multi-turn, {policy}", total=len(chosen), completed=len(done))
@@ -58,10 +71,36 @@ def run_bfcl(out: Path, policy: str, categories: list[str], limit: int | None = 
             journal.write(json.dumps(asdict(outcome)) + "\n")
             journal.flush()
             progress.advance(task)
-    summary = _summary(policy, categories, chosen, done, time.perf_counter() - started)
-    (out / "results.json").write_text(json.dumps(asdict(summary), indent=2))
-    (out / "results.md").write_text(markdown(summary))
+    verdicts = [(entry.category, done[entry.id].valid) for entry in chosen]
+    summary = Summary(policy, *_accuracy(verdicts), round(time.perf_counter() - started, 3))
+    write_results(out, summary)
     return summary
+
+
+def run_bfcl_model(out: Path, spec: BFCLRun, urls: list[str], chosen: list[Entry], concurrency: int,
+                   progress: bool = True) -> Summary:  # fmt: skip
+    """Play the `chosen` entries with the model behind `urls` (resuming `out`), score them, write the results."""
+    played = play_bfcl(out, spec, urls, seeds_of(chosen), concurrency, progress)
+    entries = all_entries()
+    verdicts = [(entries[seed].category, record.reward == 1.0) for seed, record in sorted(played.records.items())]
+    summary = Summary(
+        "model",
+        *_accuracy(verdicts),
+        round(played.seconds, 3),
+        model=spec.settings.model,
+        style=spec.style,
+        endpoint=spec.endpoint,
+        infra_errors=sum(record.status == "infra_error" for record in played.records.values()),
+        force_terminated=sum(record.scorecard == "multi_turn:force_terminated" for record in played.records.values()),
+        temperature=spec.settings.temperature,
+    )
+    write_results(out, summary)
+    return summary
+
+
+def write_results(out: Path, summary: Summary) -> None:
+    (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label}, indent=2))
+    (out / "results.md").write_text(markdown(summary))
 
 
 def read_outcomes(out: Path) -> list[Outcome]:
@@ -71,19 +110,37 @@ def read_outcomes(out: Path) -> list[Outcome]:
     return [Outcome(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
+COMPARABILITY = {
+    None: "`ground-truth` and `none` replay the answer or call nothing (harness self-tests: they must give 100% "
+    "and 0%).",
+    "chat": "`chat` is bfcl-eval's FC protocol (tools in the request, no system prompt), comparable to the (FC) "
+    "rows when all 200 entries per category are played.",
+    "text": "`text` is bfcl-eval's prompting protocol (its default system prompt, `[func(a=1)]` replies), "
+    "comparable to the (Prompt) rows when all 200 entries per category are played; tool results come back in "
+    "the engine's format, not bfcl-eval's.",
+    "constrained": "`constrained` forces every reply into one JSON call and ends a turn with `finish`: spadework's "
+    "own protocol, not comparable to the leaderboard.",
+}
+
+
 def markdown(summary: Summary) -> str:
-    """The run's row beside the published anchors; self-test policies are checks of the harness."""
+    """The run's row beside the published anchors, with what makes it comparable or not."""
     columns = ["base", "miss_func", "miss_param", "long_context"]
     header = "| model | overall | " + " | ".join(columns) + " |\n|---|---|" + "---|" * len(columns) + "\n"
     cells = [f"{summary.accuracy[c]:.1%} ({summary.entries[c]})" if c in summary.accuracy else "–" for c in columns]
-    rows = f"| **this run: {summary.policy}** | **{summary.overall:.1%}** | " + " | ".join(cells) + " |\n"
+    rows = f"| **this run: {summary.label}** | **{summary.overall:.1%}** | " + " | ".join(cells) + " |\n"
     for name, (overall, *parts) in ANCHORS.items():
         rows += f"| {name} | {overall:.1f}% | " + " | ".join(f"{part:.1f}%" for part in parts) + " |\n"
     note = (
-        "\nAnchors: BFCL leaderboard, 2025-12-16 data, all 200 entries per category. This run's numbers cover "
-        "the entries in brackets; `ground-truth` and `none` replay the answer or call nothing (harness self-tests: "
-        "they must give 100% and 0%).\n"
+        "\nAnchors: BFCL leaderboard, 2025-12-16 data, all 200 entries per category. This run's numbers cover the "
+        f"entries in brackets. {COMPARABILITY[summary.style]}\n"
     )
+    if summary.model is not None:
+        note += (
+            f"\nServed by {summary.endpoint}, temperature {summary.temperature:g}; {summary.seconds:.0f} s. "
+            f"Infrastructure failures (counted wrong): {summary.infra_errors}; entries cut after "
+            f"{MAX_STEPS + 1} steps in a turn: {summary.force_terminated}.\n"
+        )
     return header + rows + note
 
 
@@ -99,11 +156,15 @@ def _claim(out: Path, settings: Mapping[str, object]) -> None:
         path.write_text(json.dumps(settings, indent=2))
 
 
-def _summary(policy: str, categories: list[str], chosen: list[Entry], done: dict[str, Outcome],
-             seconds: float) -> Summary:  # fmt: skip
+Verdicts = list[tuple[str, bool]]  # (category, correct) per entry
+
+
+def _accuracy(verdicts: Verdicts) -> tuple[dict[str, float], dict[str, int], float]:
+    """Per category played: the share correct and the count; and their unweighted mean (the leaderboard's)."""
     accuracy, counts = {}, {}
-    for category in categories:
-        outcomes = [done[entry.id] for entry in chosen if entry.category == category]
-        counts[category] = len(outcomes)
-        accuracy[category] = sum(outcome.valid for outcome in outcomes) / len(outcomes) if outcomes else 0.0
-    return Summary(policy, accuracy, counts, statistics.fmean(accuracy.values()), round(seconds, 3))
+    for category in CATEGORIES:
+        outcomes = [valid for where, valid in verdicts if where == category]
+        if outcomes:
+            counts[category] = len(outcomes)
+            accuracy[category] = sum(outcomes) / len(outcomes)
+    return accuracy, counts, statistics.fmean(accuracy.values()) if accuracy else 0.0

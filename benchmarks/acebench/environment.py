@@ -1,0 +1,179 @@
+"""ACEBench Agent tasks as engine conversations: the reference's dialogue loop, driven by the engine's samples.
+
+The loop (`common_inference.multi_turn_inference` / `multi_step_inference`, see `prompts`): messages go
+between user, agent and execution, each produced by whoever the last message was for; it ends when a message
+from the third on says "finish conversation" or after 40 messages. The engine samples the agent; this
+environment plays the other two (the apps through `AceBackends`, the user through `UserSimulator`).
+
+Two protocols (`Protocol`):
+- `prompt`, the benchmark's own: every step the agent gets one system prompt and one user prompt holding the
+  API list and the whole history as text lines, and answers `[ApiName(key='v')]` or text. The environment
+  reads every reply itself (`reads_replies`), so routing and the call syntax are the reference's. Comparable.
+- `fc`: native tool calling. The docs go as OpenAI `tools`; each call runs as its own batch; text goes to the
+  user (multi_turn) or gets the fixed "do not ask me" reply (multi_step). Not comparable to the leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from benchmarks import schemas
+from benchmarks.acebench.checker import check_end_state, process_accuracy
+from benchmarks.acebench.data import AceTask
+from benchmarks.acebench.executor import AceBackends, call_text
+from benchmarks.acebench.prompts import (
+    MAX_MESSAGES,
+    Message,
+    Role,
+    agent_recipient,
+    agent_system_prompt,
+    agent_user_prompt,
+    conversation_over,
+    history_line,
+    next_speaker,
+    render_history,
+    simulator_messages,
+)
+from benchmarks.acebench.simulator import UserSimulator
+from engine.conversation import Conversation, UserTurn
+from engine.settings import Mode
+from toolworlds.core import Finish, StepResult, Task, ToolCall
+
+Protocol = Literal["prompt", "fc"]
+WORLD = "acebench"
+
+
+class AceConversation(Conversation):
+    """One task per episode; the episode's seed is the task's index in `tasks`."""
+
+    description = "ACEBench Agent"
+
+    def __init__(self, tasks: Sequence[AceTask], protocol: Protocol, simulator: UserSimulator | None,
+                 max_messages: int = MAX_MESSAGES) -> None:  # fmt: skip
+        self.tasks, self.protocol, self.simulator = tasks, protocol, simulator
+        self.max_messages = max_messages  # the benchmark's is 40; fewer makes a run cheaper and not comparable
+        self.name = WORLD
+        self.reads_replies = protocol == "prompt"
+        self.tools: list[dict[str, Any]] = []
+        self.dialogue: list[Message] = []  # the reference's message history; [0] opens it
+        self.executed: list[str] = []  # agent messages that went to execution, verbatim (process accuracy)
+        self._task: AceTask | None = None
+        self._backends: AceBackends | None = None
+        self._over = False
+
+    @property
+    def task(self) -> AceTask:
+        if self._task is None:
+            raise RuntimeError("call reset(seed) first")
+        return self._task
+
+    @property
+    def backends(self) -> AceBackends:
+        if self._backends is None:
+            raise RuntimeError("call reset(seed) first")
+        return self._backends
+
+    async def reset(self, seed: int) -> Task:
+        task = self._task = self.tasks[seed]
+        self._seed = seed
+        self._backends = AceBackends(task)
+        self.dialogue, self.executed, self._over = [], [], False
+        self.tools = schemas.openai_tools(task.functions) if self.protocol == "fc" else []
+        if task.kind == "multi_turn":
+            opening = await self._simulator().reply(seed, simulator_messages(task, []))
+        else:
+            opening = task.question
+        self.dialogue.append(Message("user", "agent", opening))
+        return Task(instruction=opening, hint="", world=self.name, seed=seed, max_steps=self.max_messages)
+
+    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
+        if self.protocol == "prompt":
+            return self._prompt()
+        return [
+            {"role": "system", "content": agent_system_prompt(self.task)},
+            {"role": "user", "content": task.instruction},
+        ]
+
+    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self._prompt() if self.protocol == "prompt" else messages
+
+    def _prompt(self) -> list[dict[str, Any]]:
+        """The reference agent's request: its system prompt, then the API list and the history as one message."""
+        task = self.task
+        history = render_history(task.kind, self.dialogue)
+        return [{"role": "system", "content": agent_system_prompt(task)},
+                {"role": "user", "content": agent_user_prompt(task, history)}]  # fmt: skip
+
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        """fc: one native call, run as a batch of one, recorded as the reference records a call message."""
+        if not isinstance(action, ToolCall):
+            raise TypeError("an ACEBench turn ends through respond(), not Finish")
+        text = call_text(action.name, dict(action.arguments))
+        self._add(Message("agent", "execution", text))
+        self.executed.append(text)
+        shown = self.backends.execution_message(self.backends.execute([(action.name, dict(action.arguments))]))
+        self._add(Message("execution", "agent", shown))
+        observation = shown[0] if len(shown) == 1 else shown
+        return StepResult(observation=_json_safe(observation), reward=0.0, terminated=False, truncated=False)
+
+    async def respond(self, reply: str) -> UserTurn | None:
+        """The agent said `reply`: route it, let execution and the user answer, until it is the agent's turn."""
+        if self._over:
+            return None
+        kind = self.task.kind
+        recipient: Role = agent_recipient(kind, reply) if self.protocol == "prompt" or kind == "multi_step" else "user"
+        if self.protocol == "fc" and kind == "multi_step":
+            recipient = "execution"  # multi_step executes every agent message; prose gets the fixed reply
+        start = len(self.dialogue)
+        self._add(Message("agent", recipient, reply))
+        while not self._over:
+            speaker = next_speaker(kind, len(self.dialogue) - 1, self.dialogue[-1])
+            if speaker == "agent":
+                return UserTurn(content="".join(history_line(kind, m) for m in self.dialogue[start + 1 :]))
+            if speaker == "execution":
+                said = self.dialogue[-1].content
+                self.executed.append(said)
+                self._add(Message("execution", "agent", self.backends.respond(said)))
+            else:
+                chat = simulator_messages(self.task, self.dialogue)
+                self._add(Message("user", "agent", await self._simulator().reply(self._seed, chat)))
+        return None
+
+    def _add(self, message: Message) -> None:
+        """Append a message the loop produced; it ends the dialogue if it says the stop phrase or is the last one
+        allowed (the 40th)."""
+        self.dialogue.append(message)
+        index = len(self.dialogue) - 2  # the loop's index: the opening message is not one it produced
+        if conversation_over(index, message.content) or index + 1 >= self.max_messages:
+            self._over = True
+
+    def _simulator(self) -> UserSimulator:
+        if self.simulator is None:
+            raise RuntimeError("multi_turn tasks need a user simulator")
+        return self.simulator
+
+    async def score(self) -> tuple[float, str]:
+        task, state = self.task, self.backends.state()
+        verdict = check_end_state(state, task.ground_truth)
+        process = process_accuracy(self.executed, task.milestones, verdict.ok)
+        card = {
+            "end_state": verdict.ok,
+            "process": process,
+            "messages": len(self.dialogue),
+            "errors": verdict.errors[:5],
+        }
+        return float(verdict.ok), json.dumps(card, ensure_ascii=False)
+
+    async def close(self) -> None:
+        self._backends = None
+
+
+def _json_safe(value: Any) -> Any:
+    """An observation the engine can `json.dumps` (the apps' values are JSON already; anything else as text)."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return value

@@ -1,0 +1,89 @@
+"""A benchmark's model run through the engine: chosen episodes played at once into a resumable store.
+
+Each benchmark gives every task a fixed seed, so what a run plays is only a choice of keys: a resumed run may
+choose more and plays what its store does not hold yet. How it plays (the benchmark's own settings and the
+episode settings, model included) is the run's plan, `run.json`; the store refuses a resume that differs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+from rich.console import Console
+
+from engine.endpoints import EndpointPool, RetryPolicy
+from engine.environments import Environment
+from engine.report import live_progress
+from engine.rollout import RolloutStats, run_rollout
+from engine.settings import EpisodeSettings
+from engine.store import TrajectoryStore, read_records
+from engine.trajectory import EpisodeKey, EpisodeRecord
+
+
+class BenchPlan(BaseModel):
+    """How a benchmark run plays (its `run.json`); each benchmark adds its own settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    benchmark: str
+    run: str
+    endpoint: str  # what served the model, for the results ("the embedded server (<file>)" or the URLs)
+    settings: EpisodeSettings
+
+
+@dataclass
+class Selection:
+    """The keys this invocation plays (they may grow on resume; the plan may not change)."""
+
+    run: str
+    settings: EpisodeSettings
+    keys: list[EpisodeKey] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+    def episodes(self) -> Iterator[EpisodeKey]:
+        return iter(self.keys)
+
+
+@dataclass(frozen=True)
+class Played:
+    """The chosen episodes' records, by seed, and how long this invocation took."""
+
+    records: dict[int, EpisodeRecord]
+    seconds: float
+    stats: RolloutStats
+
+
+# Given the agent's endpoint pool, the per-episode environment factory, held open for the run (a benchmark may
+# need more, such as ACEBench's user simulator and its own endpoints).
+Environments = Callable[[EndpointPool], AbstractAsyncContextManager[Callable[[], Environment]]]
+
+
+def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: list[str], environments: Environments,
+              concurrency: int, progress: bool = True, retries: int = 2) -> Played:  # fmt: skip
+    """Play the episodes of `seeds` that `out`'s store does not hold, `concurrency` at a time, and read back
+    the records of all of them."""
+    keys = [EpisodeKey(world=world, seed=seed, sample=0, hinted=False) for seed in seeds]
+    started = time.perf_counter()
+    with TrajectoryStore.open(out, spec) as store:
+        stats = RolloutStats(planned=len(keys))  # the rollout skips what the store holds
+
+        async def main() -> None:
+            retry = RetryPolicy(attempts=retries + 1)
+            async with EndpointPool.open(urls, retry=retry) as pool, environments(pool) as factory:
+                await run_rollout(Selection(spec.run, spec.settings, keys), store, pool, factory, concurrency, stats)
+
+        console = Console(stderr=True)
+        with live_progress(stats, console, progress and console.is_terminal):
+            anyio.run(main)
+    wanted = set(seeds)
+    records = {record.key.seed: record for record in read_records(out) if record.key.seed in wanted}
+    return Played(records, time.perf_counter() - started, stats)
