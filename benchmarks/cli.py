@@ -16,6 +16,15 @@ from rich.table import Table
 from benchmarks.acebench.data import VENDORED
 from benchmarks.acebench.environment import Protocol
 from benchmarks.bfcl.environment import Style
+from engine.cli import (
+    EndpointOption,
+    LocalModelOption,
+    LocalParallelOption,
+    ProgressOption,
+    RequestTimeoutOption,
+    embedded_unless,
+    endpoint_urls,
+)
 from engine.settings import EpisodeSettings, Mode
 from engine.store import StoreError
 
@@ -25,16 +34,19 @@ if TYPE_CHECKING:
 MAX_REPLIES = 200  # the engine's cap on replies per episode: BFCL's own limits (21 steps a turn) bind first
 EPISODE_TIMEOUT_S = 7200.0  # a 7-turn entry on a slow CPU model takes many minutes
 
+ModelOption = Annotated[str | None, typer.Option(help="The model name sent to the endpoint (default: its name).")]
+OutOption = Annotated[Path | None, typer.Option(help="Run folder; an existing one is resumed.")]
+
 bench_app = typer.Typer(help="Public benchmarks: BFCL v4 multi-turn and ACEBench Agent.", no_args_is_help=True)
 
 
 @bench_app.command("bfcl-v4")
 def bfcl_v4(
     categories: Annotated[
-        str | None, typer.Option(help="Comma-separated: base, miss_func, miss_param, long_context [default: all].")
+        str | None, typer.Option(help="Comma-separated: base, miss_func, miss_param, long_context (default: all).")
     ] = None,
     limit: Annotated[
-        int | None, typer.Option(min=1, help="The first N entries of each category [default: 200].")
+        int | None, typer.Option(min=1, help="The first N entries of each category (default: 200).")
     ] = None,
     ids: Annotated[
         str | None, typer.Option(help="Comma-separated entry ids (multi_turn_base_0,...) instead of categories.")
@@ -43,23 +55,19 @@ def bfcl_v4(
         str | None,
         typer.Option(help="Self-test instead of a model: ground-truth (must score 100%) or none (must score 0%)."),
     ] = None,
-    endpoint: Annotated[
-        list[str], typer.Option(help="OpenAI base URL (repeat for several). None: the embedded model server.")
-    ] = [],  # noqa: B006
-    model: Annotated[str | None, typer.Option(help="The model name sent to the endpoint [default: its name].")] = None,
+    endpoint: EndpointOption = [],  # noqa: B006
+    model: ModelOption = None,
     mode: Annotated[
         Style, typer.Option(help="chat (FC: tools in the request), text (BFCL's prompting) or constrained (JSON).")
     ] = "chat",
     concurrency: Annotated[int, typer.Option(min=1, help="Entries played at once.")] = 64,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature (bfcl-eval's default).")] = 0.001,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per reply.")] = 1024,
-    request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")] = 600.0,
-    local_model: Annotated[
-        str, typer.Option(help="Without --endpoint: the .gguf to serve, or 'default' (SmolLM2-135M).")
-    ] = "default",
-    local_parallel: Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")] = 4,
-    out: Annotated[Path | None, typer.Option(help="Run folder; an existing one is resumed.")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
+    request_timeout: RequestTimeoutOption = 600.0,
+    local_model: LocalModelOption = "default",
+    local_parallel: LocalParallelOption = 4,
+    out: OutOption = None,
+    progress: ProgressOption = True,
 ) -> None:
     """BFCL v4 multi-turn with the official loop semantics, backends and checker (from bfcl-eval)."""
     from benchmarks.bfcl.data import BFCLUnavailable, UnknownCategory, UnknownEntry, choose
@@ -107,7 +115,7 @@ def acebench(
     data: Annotated[
         Path | None,
         typer.Option(
-            help="An ACEBench data_all/ folder (github.com/chenchen0103/ACEBench) [default: the vendored copy]."
+            help="An ACEBench data_all/ folder (github.com/chenchen0103/ACEBench) (default: the vendored copy)."
         ),
     ] = None,
     languages: Annotated[str, typer.Option(help="Comma-separated: en, zh.")] = "en,zh",
@@ -119,27 +127,23 @@ def acebench(
     protocol: Annotated[
         Protocol, typer.Option(help="prompt (the benchmark's own, comparable) or fc (native tool calls, not).")
     ] = "prompt",
-    endpoint: Annotated[
-        list[str], typer.Option(help="OpenAI base URL (repeat for several). None: the embedded model server.")
-    ] = [],  # noqa: B006
-    model: Annotated[str | None, typer.Option(help="The model name sent to the endpoint [default: its name].")] = None,
+    endpoint: EndpointOption = [],  # noqa: B006
+    model: ModelOption = None,
     user_endpoint: Annotated[
-        list[str], typer.Option(help="The user simulator's OpenAI base URL [default: the agent's endpoints].")
+        list[str], typer.Option(help="The user simulator's OpenAI base URL (default: the agent's endpoints).")
     ] = [],  # noqa: B006
-    user_model: Annotated[str | None, typer.Option(help="The user simulator's model [default: the agent's].")] = None,
+    user_model: Annotated[str | None, typer.Option(help="The user simulator's model (default: the agent's).")] = None,
     max_messages: Annotated[
         int, typer.Option(min=2, help="Messages per dialogue (the benchmark's 40; fewer: cheaper, not comparable).")
     ] = 40,
     concurrency: Annotated[int, typer.Option(min=1, help="Tasks played at once.")] = 16,
     temperature: Annotated[float, typer.Option(min=0.0, help="The agent's temperature (the reference: greedy).")] = 0.0,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per agent reply.")] = 1024,
-    request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")] = 600.0,
-    local_model: Annotated[
-        str, typer.Option(help="Without --endpoint: the .gguf to serve, or 'default' (SmolLM2-135M).")
-    ] = "default",
-    local_parallel: Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")] = 4,
-    out: Annotated[Path | None, typer.Option(help="Run folder; an existing one is resumed.")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
+    request_timeout: RequestTimeoutOption = 600.0,
+    local_model: LocalModelOption = "default",
+    local_parallel: LocalParallelOption = 4,
+    out: OutOption = None,
+    progress: ProgressOption = True,
 ) -> None:
     """ACEBench Agent (multi-turn with a simulated user, and multi-step), scored by end state and process."""
     from benchmarks.acebench.data import DataError, load_tasks
@@ -201,8 +205,6 @@ class ModelOptions:
     @contextmanager
     def served(self) -> Iterator[tuple[list[str], str, str]]:
         """(the URLs, what serves them in words, the model name), the embedded server running meanwhile."""
-        from engine.cli import embedded_unless, endpoint_urls
-
         served = embedded_unless(self.endpoints, self.local_model, self.local_parallel)
         name = self.model or (served.model.stem if served is not None else "default")
         where = f"the embedded server ({served.model.name})" if served is not None else ", ".join(self.endpoints)

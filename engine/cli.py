@@ -38,6 +38,17 @@ from toolworlds.sandbox import SandboxPool, WorldLoadError
 
 log = structlog.get_logger()
 
+# Options every command that plays a model takes (`rollout`, `bench ...`).
+EndpointOption = Annotated[
+    list[str], typer.Option(help="OpenAI base URL (repeat for several). None: start the embedded model server.")
+]
+LocalModelOption = Annotated[
+    str, typer.Option(help="Without --endpoint: the .gguf to serve, or 'default' (SmolLM2-135M).")
+]
+LocalParallelOption = Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")]
+RequestTimeoutOption = Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")]
+ProgressOption = Annotated[bool, typer.Option(help="Show a live progress bar.")]
+
 
 def rollout(
     world: Annotated[
@@ -45,13 +56,9 @@ def rollout(
         typer.Option(help="A name, file.py:Class or module:Class (trusted), or file.py (model-written: sandboxed)."),
     ],
     out: Annotated[Path, typer.Option(help="Run directory; an existing one is resumed.")],
-    endpoint: Annotated[
-        list[str], typer.Option(help="OpenAI base URL (repeat for several). None: start the embedded model server.")
-    ] = [],  # noqa: B006
-    local_model: Annotated[
-        str, typer.Option(help="Without --endpoint: the .gguf to serve, or 'default' (SmolLM2-135M).")
-    ] = "default",
-    local_parallel: Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")] = 4,
+    endpoint: EndpointOption = [],  # noqa: B006
+    local_model: LocalModelOption = "default",
+    local_parallel: LocalParallelOption = 4,
     tasks: Annotated[int, typer.Option(min=1, help="How many seeds (tasks).")] = 10,
     samples: Annotated[int, typer.Option(min=1, help="Plays per task (and per hint setting).")] = 1,
     first_seed: Annotated[int, typer.Option(help="The first seed.")] = 0,
@@ -73,7 +80,7 @@ def rollout(
     tokenizer: Annotated[
         str | None, typer.Option(help="tokens mode: a local Hugging Face tokenizer directory, or 'bytes'.")
     ] = None,
-    request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")] = 120.0,
+    request_timeout: RequestTimeoutOption = 120.0,
     episode_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per episode.")] = 1800.0,
     retries: Annotated[int, typer.Option(min=0, help="Extra attempts after a transport failure or 5xx.")] = 3,
     api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token for the endpoints.")] = "none",
@@ -82,7 +89,7 @@ def rollout(
     ] = "auto",
     backend: Annotated[Literal["asyncio", "trio"], typer.Option(help="AnyIO backend.")] = "asyncio",
     run_id: Annotated[str | None, typer.Option(help="Run id (default: kept from --out, or a new one).")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a live progress bar.")] = True,
+    progress: ProgressOption = True,
 ) -> None:
     """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""
     sandboxed = is_model_written(world)

@@ -9,12 +9,10 @@ simulated user.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,21 +20,14 @@ import pytest
 from benchmarks.acebench.checker import end_state_correct
 from benchmarks.acebench.data import AceTask, load_tasks
 from engine.store import read_records
+from tests.benchmarks import runs
+from tests.benchmarks.runs import results
 from tests.benchmarks.test_acebench import replay
 from tests.engine.conftest import mock_model
-from tests.servers import SPADEWORK
-
-ENV = {**os.environ, "COLUMNS": "200"}
 
 
 def bench(*arguments: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SPADEWORK, "bench", "acebench", "--no-progress", *arguments], capture_output=True,
-                          text=True, timeout=timeout, env=ENV)  # fmt: skip
-
-
-def results(out: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((out / "results.json").read_text())
-    return loaded
+    return runs.bench("acebench", "--no-progress", *arguments, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -6,30 +6,20 @@ category, calling nothing must pass none.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.bfcl.data import choose, load_category
 from benchmarks.bfcl.episode import MAX_STEPS, BFCLEpisode, TurnView
 from benchmarks.bfcl.run import read_outcomes, run_bfcl
-from tests.servers import SPADEWORK
-
-ENV = {**os.environ, "COLUMNS": "200"}
+from tests.benchmarks import runs
+from tests.benchmarks.runs import results
 
 
 def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SPADEWORK, "bench", "bfcl-v4", *arguments], capture_output=True, text=True, timeout=300,
-                          env=ENV)  # fmt: skip
-
-
-def results(out: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((out / "results.json").read_text())
-    return loaded
+    return runs.bench("bfcl-v4", *arguments)
 
 
 @pytest.mark.parametrize(("policy", "expected"), [("ground-truth", 1.0), ("none", 0.0)])

@@ -7,12 +7,9 @@ that never stops calling shows the 21-step cut; the embedded model plays one rea
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
@@ -31,21 +28,14 @@ from engine.rollout import run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeKey
+from tests.benchmarks import runs
+from tests.benchmarks.runs import results
 from tests.engine.conftest import mock_model
-from tests.servers import SPADEWORK
 from toolworlds.core import ToolCall
-
-ENV = {**os.environ, "COLUMNS": "200"}
 
 
 def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SPADEWORK, "bench", "bfcl-v4", "--no-progress", *arguments], capture_output=True,
-                          text=True, timeout=300, env=ENV)  # fmt: skip
-
-
-def results(out: Path) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((out / "results.json").read_text())
-    return loaded
+    return runs.bench("bfcl-v4", "--no-progress", *arguments)
 
 
 @pytest.fixture(scope="module")
