@@ -48,6 +48,23 @@ bench-deps:
 bench name *flags="": bench-deps
     spadework bench {{name}} {{flags}}
 
+# Both benchmark harnesses end to end against scripted servers that say the answers: BFCL's ground truth must
+# score 100% on all 800 entries through the engine, ACEBench's milestones must pass the 74 tasks they pass in process.
+bench-selftest mode="chat": bench-deps
+    #!/usr/bin/env bash
+    set -euo pipefail
+    out=$(mktemp -d)
+    spadework mock-server --port 0 --script bfcl > "$out/bfcl.txt" &
+    bfcl=$!
+    spadework mock-server --port 0 --script acebench > "$out/ace.txt" &
+    ace=$!
+    trap 'kill $bfcl $ace 2>/dev/null; wait $bfcl $ace 2>/dev/null || true' EXIT
+    for file in bfcl ace; do
+        for _ in $(seq 100); do grep -q "serving" "$out/$file.txt" 2>/dev/null && break; sleep 0.1; done
+    done
+    spadework bench bfcl-v4 --endpoint "$(grep -o "http://[^ ]*" "$out/bfcl.txt")" --mode {{mode}} --out "$out/bfcl"
+    spadework bench acebench --endpoint "$(grep -o "http://[^ ]*" "$out/ace.txt")" --out "$out/acebench"
+
 # Everything CI checks: lint, format, types, tests.
 test: model bench-deps
     ruff check .

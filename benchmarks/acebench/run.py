@@ -89,6 +89,7 @@ class AceSummary:
     user_endpoint: str
     infra_errors: int
     temperature: float
+    max_tokens: int  # per agent reply
     max_messages: int
 
     @property
@@ -121,6 +122,7 @@ def run_acebench(out: Path, spec: AceRun, urls: list[str], user_urls: list[str] 
         user_endpoint=spec.user_endpoint,
         infra_errors=sum(record.status == "infra_error" for record in played.records.values()),
         temperature=spec.settings.temperature,
+        max_tokens=spec.settings.max_tokens_per_turn,
         max_messages=spec.max_messages,
     )
     (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label}, indent=2))
@@ -150,7 +152,8 @@ def markdown(summary: AceSummary) -> str:
         "Anchors: the official ACEBench leaderboard, all 50 Agent tasks per language, gpt-4o as the user. "
         + COMPARABILITY[summary.protocol],
         "",
-        f"The agent: {summary.model} on {summary.endpoint}, temperature {summary.temperature:g}. The user "
+        f"The agent: {summary.model} on {summary.endpoint}, temperature {summary.temperature:g}, at most "
+        f"{summary.max_tokens} tokens per reply (the reference: 1024). The user "
         f"simulator: {summary.user_model} on {summary.user_endpoint}. {summary.seconds:.0f} s; infrastructure "
         f"failures (counted wrong): {summary.infra_errors}. A language's agent score needs both of its kinds.",
         *(

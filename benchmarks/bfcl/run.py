@@ -49,6 +49,7 @@ class Summary:
     infra_errors: int = 0
     force_terminated: int = 0
     temperature: float | None = None
+    max_tokens: int | None = None  # per reply
 
     @property
     def label(self) -> str:
@@ -93,6 +94,7 @@ def run_bfcl_model(out: Path, spec: BFCLRun, urls: list[str], chosen: list[Entry
         infra_errors=sum(record.status == "infra_error" for record in played.records.values()),
         force_terminated=sum(record.scorecard == "multi_turn:force_terminated" for record in played.records.values()),
         temperature=spec.settings.temperature,
+        max_tokens=spec.settings.max_tokens_per_turn,
     )
     write_results(out, summary)
     return summary
@@ -137,7 +139,8 @@ def markdown(summary: Summary) -> str:
     )
     if summary.model is not None:
         note += (
-            f"\nServed by {summary.endpoint}, temperature {summary.temperature:g}; {summary.seconds:.0f} s. "
+            f"\nServed by {summary.endpoint}, temperature {summary.temperature:g}, at most {summary.max_tokens} tokens "
+            f"per reply; {summary.seconds:.0f} s. "
             f"Infrastructure failures (counted wrong): {summary.infra_errors}; entries cut after "
             f"{MAX_STEPS + 1} steps in a turn: {summary.force_terminated}.\n"
         )
