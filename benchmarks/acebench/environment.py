@@ -131,7 +131,7 @@ class AceConversation(Conversation):
         while not self._over:
             speaker = next_speaker(kind, len(self.dialogue) - 1, self.dialogue[-1])
             if speaker == "agent":
-                return UserTurn(content="".join(history_line(kind, m) for m in self.dialogue[start + 1 :]))
+                return UserTurn(content=self._said(self.dialogue[start + 1 :]))
             if speaker == "execution":
                 said = self.dialogue[-1].content
                 self.executed.append(said)
@@ -140,6 +140,13 @@ class AceConversation(Conversation):
                 chat = simulator_messages(self.task, self.dialogue)
                 self._add(Message("user", "agent", await self._simulator().reply(self._seed, chat)))
         return None
+
+    def _said(self, messages: Sequence[Message]) -> str:
+        """What the agent is told back. `prompt`: the new history lines (a record only: the model is shown the
+        re-rendered prompt); `fc`: the messages themselves, which is what the model reads."""
+        if self.protocol == "prompt":
+            return "".join(history_line(self.task.kind, message) for message in messages)
+        return "\n\n".join(str(message.content) for message in messages)
 
     def _add(self, message: Message) -> None:
         """Append a message the loop produced; it ends the dialogue if it says the stop phrase or is the last one

@@ -47,7 +47,7 @@ class Summary:
     style: str | None = None
     endpoint: str | None = None
     infra_errors: int = 0
-    force_terminated: int = 0
+    force_terminated: int = 0  # entries cut after 21 calling steps in a turn (failed, unless it was the last)
     temperature: float | None = None
     max_tokens: int | None = None  # per reply
 
@@ -58,8 +58,7 @@ class Summary:
 
 def run_bfcl(out: Path, policy: str, chosen: list[Entry]) -> Summary:
     """Play the `chosen` entries with `policy`, resuming a run already in `out` (entries played before are
-    not played again, whatever entries it chose then);
-    writes `results.json` and `results.md` there."""
+    not played again, whatever entries it chose then), and write `results.json` and `results.md` there."""
     _claim(out, {"benchmark": "bfcl-v4-multi-turn", "policy": policy})  # categories and limit may grow
     done = {outcome.id: outcome for outcome in read_outcomes(out)}
     started = time.perf_counter()
@@ -92,7 +91,7 @@ def run_bfcl_model(out: Path, spec: BFCLRun, urls: list[str], chosen: list[Entry
         style=spec.style,
         endpoint=spec.endpoint,
         infra_errors=sum(record.status == "infra_error" for record in played.records.values()),
-        force_terminated=sum(record.scorecard == "multi_turn:force_terminated" for record in played.records.values()),
+        force_terminated=sum(record.cause == "user_turn_limit" for record in played.records.values()),
         temperature=spec.settings.temperature,
         max_tokens=spec.settings.max_tokens_per_turn,
     )

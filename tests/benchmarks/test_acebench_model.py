@@ -19,6 +19,11 @@ import pytest
 
 from benchmarks.acebench.checker import end_state_correct
 from benchmarks.acebench.data import AceTask, load_tasks
+from benchmarks.acebench.environment import AceConversation, Protocol
+from benchmarks.acebench.prompts import STOP_PHRASE
+from benchmarks.acebench.replay import DONE, GO_ON, OPENING
+from benchmarks.acebench.simulator import UserSimulator
+from engine.endpoints import EndpointPool
 from engine.store import read_records
 from tests.benchmarks import runs
 from tests.benchmarks.runs import results
@@ -105,3 +110,21 @@ def test_the_embedded_model_plays_two_real_tasks_one_with_its_own_simulated_user
     summary = results(tmp_path)
     assert summary["endpoint"].startswith("the embedded server (") and summary["user_endpoint"] == summary["endpoint"]
     assert "not comparable" in (tmp_path / "results.md").read_text()  # cut at 4 messages
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize(("protocol", "told"), [("prompt", f"user:{GO_ON}\n"), ("fc", GO_ON)])
+async def test_the_simulated_user_answers_text_and_the_agent_is_told_in_its_protocols_form(
+    scripted: str, tasks: list[AceTask], protocol: Protocol, told: str
+) -> None:
+    async with EndpointPool.open([scripted]) as pool:
+        dialogue = AceConversation(tasks, protocol, UserSimulator(pool, "default", "talk"))
+        task = await dialogue.reset(0)  # en multi_turn 0: the user opens
+        assert task.instruction == OPENING and [m.sender for m in dialogue.dialogue] == ["user"]
+        turn = await dialogue.respond("Whom should I write to?")
+        assert turn is not None and turn.content == told
+        assert [(m.sender, m.recipient) for m in dialogue.dialogue] == [("user", "agent"), ("agent", "user"),
+                                                                        ("user", "agent")]  # fmt: skip
+        assert await dialogue.respond(DONE) is None  # the user says the stop phrase: the dialogue is over
+        assert dialogue.dialogue[-1].content == STOP_PHRASE
