@@ -169,7 +169,7 @@ def acebench(
                       user_endpoint=", ".join(user_endpoint) if user_endpoint else where,
                       max_messages=max_messages)  # fmt: skip
         try:
-            summary = run_acebench(out, spec, urls, user_urls, seeds, concurrency, progress)
+            summary = run_acebench(out, spec, tasks, urls, user_urls, seeds, concurrency, progress)
         except StoreError as error:
             raise typer.BadParameter(str(error), param_hint="--out") from None
     table = Table("language", "kind", "end state", "process", "tasks", title=f"ACEBench Agent, {summary.label}")

@@ -59,7 +59,6 @@ class Played:
 
     records: dict[int, EpisodeRecord]
     seconds: float
-    stats: RolloutStats
 
 
 # Given the agent's endpoint pool, the per-episode environment factory, held open for the run (a benchmark may
@@ -86,4 +85,4 @@ def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: li
             anyio.run(main)
     wanted = set(seeds)
     records = {record.key.seed: record for record in read_records(out) if record.key.seed in wanted}
-    return Played(records, time.perf_counter() - started, stats)
+    return Played(records, time.perf_counter() - started)

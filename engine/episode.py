@@ -185,7 +185,8 @@ class Episode:
         await self._end_on_state("turn_limit")
 
     async def _act(self, reply: ParsedReply, turn: Turn) -> None:
-        """Run the calls in order; show problems to the agent; a reply with neither is a final answer."""
+        """Run the calls in order; show problems to the agent; a reply with neither is a final answer (in a
+        conversation: the end of the agent's turn, as is any reply to a conversation that reads replies itself)."""
         if self.dialogue is not None and self.dialogue.reads_replies:
             await self._next_user_turn(reply.text)
             return

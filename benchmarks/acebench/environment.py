@@ -61,6 +61,7 @@ class AceConversation(Conversation):
         self.executed: list[str] = []  # agent messages that went to execution, verbatim (process accuracy)
         self._task: AceTask | None = None
         self._backends: AceBackends | None = None
+        self._seed = 0
         self._over = False
 
     @property
@@ -115,17 +116,19 @@ class AceConversation(Conversation):
         self.executed.append(text)
         shown = self.backends.execution_message(self.backends.execute([(action.name, dict(action.arguments))]))
         self._add(Message("execution", "agent", shown))
-        observation = shown[0] if len(shown) == 1 else shown
-        return StepResult(observation=_json_safe(observation), reward=0.0, terminated=False, truncated=False)
+        observation = shown[0] if len(shown) == 1 else shown  # JSON already: decoded results, or their text
+        return StepResult(observation=observation, reward=0.0, terminated=False, truncated=False)
 
     async def respond(self, reply: str) -> UserTurn | None:
         """The agent said `reply`: route it, let execution and the user answer, until it is the agent's turn."""
         if self._over:
             return None
         kind = self.task.kind
-        recipient: Role = agent_recipient(kind, reply) if self.protocol == "prompt" or kind == "multi_step" else "user"
-        if self.protocol == "fc" and kind == "multi_step":
-            recipient = "execution"  # multi_step executes every agent message; prose gets the fixed reply
+        recipient: Role
+        if self.protocol == "prompt":
+            recipient = agent_recipient(kind, reply)
+        else:  # fc: calls came natively, so this is text: to the user, or (multi_step) to the fixed reply
+            recipient = "execution" if kind == "multi_step" else "user"
         start = len(self.dialogue)
         self._add(Message("agent", recipient, reply))
         while not self._over:
@@ -175,12 +178,3 @@ class AceConversation(Conversation):
 
     async def close(self) -> None:
         self._backends = None
-
-
-def _json_safe(value: Any) -> Any:
-    """An observation the engine can `json.dumps` (the apps' values are JSON already; anything else as text)."""
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return value

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchmarks.acebench.checker import AceScore, TaskScore, agent_score
-from benchmarks.acebench.data import AceTask, load_tasks
+from benchmarks.acebench.data import AceTask
 from benchmarks.acebench.environment import WORLD, AceConversation, Protocol
 from benchmarks.acebench.prompts import MAX_MESSAGES
 from benchmarks.acebench.simulator import UserSimulator
@@ -97,11 +97,11 @@ class AceSummary:
         return f"{self.model} ({self.protocol})"
 
 
-def run_acebench(out: Path, spec: AceRun, urls: list[str], user_urls: list[str] | None, seeds: list[int],
-                 concurrency: int, progress: bool = True) -> AceSummary:  # fmt: skip
-    """Play `seeds` (resuming `out`) with the agent behind `urls` and the user simulator behind `user_urls`
-    (None: the agent's own endpoints, through the same pool), then score and write the results."""
-    tasks = load_tasks(Path(spec.data))
+def run_acebench(out: Path, spec: AceRun, tasks: list[AceTask], urls: list[str], user_urls: list[str] | None,
+                 seeds: list[int], concurrency: int, progress: bool = True) -> AceSummary:  # fmt: skip
+    """Play `seeds` of `tasks` (read from `spec.data`; resuming `out`) with the agent behind `urls` and the user
+    simulator behind `user_urls` (None: the agent's own endpoints, through the same pool), then score and write
+    the results."""
 
     @asynccontextmanager
     async def conversations(pool: EndpointPool) -> AsyncIterator[Callable[[], Environment]]:
