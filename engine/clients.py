@@ -193,6 +193,8 @@ class TokensClient:
             "skip_special_tokens": False,
             **settings.extra_body,
         }
+        if settings.call_schema:
+            body["json_schema"] = constrained_response_format(self._tools)["json_schema"]["schema"]
         answer = await self.route.post("/completions", body)
         choice = _first_choice(answer, turn, "text")
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
@@ -206,7 +208,9 @@ class TokensClient:
         self._last_truncated = choice.get("finish_reason") == "length"
         self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
         text = self.template.reply_text(sampled)
-        return {"role": "assistant", "content": text}, parse_text(text)
+        return {"role": "assistant", "content": text}, parse_constrained(text) if settings.call_schema else parse_text(
+            text
+        )
 
     def observe(self, new_messages: list[dict[str, Any]]) -> None:
         trace = self._trace

@@ -45,6 +45,7 @@ FINISH_FUNCTION: dict[str, Any] = {
         "parameters": {
             "type": "object",
             "properties": {"answer": {"type": "string", "description": "The answer to the task's question."}},
+            "additionalProperties": False,
         },
     },
 }

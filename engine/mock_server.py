@@ -13,7 +13,8 @@ episode from the `X-Spadework-Episode` header the engine sends (`run/role/world/
   their user (`benchmarks.acebench.replay`).
 
 Calls come back as native `tool_calls`, or as text in one of the protocols the engine parses (`--style`);
-a request with a JSON-schema `response_format` gets the bare JSON object. Latency and faults (5xx,
+a request with a JSON-schema `response_format` (or, on `/v1/completions`, llama.cpp's `json_schema`) gets the bare
+JSON object. Latency and faults (5xx,
 hangs past the client's deadline, dropped connections, a 200 with garbage for a body, malformed calls)
 are injected at configured rates. Like vLLM with `return_token_ids`, it returns the prompt's and the
 completion's token ids and per-token logprobs, from a byte-level "tokenizer" over a fixed chat template
@@ -289,8 +290,10 @@ class MockModel:
         tokenizer = self.template.tokenizer
         text = tokenizer.decode(prompt, skip_special_tokens=False)
         turns = text.split("<|im_start|>assistant\n")[1:]
+        constrained = "json_schema" in body  # llama.cpp's field: the reply is the bare JSON call
+        parse = parse_constrained if constrained else parse_text
         usable = sum(
-            1 for turn in turns if (reply := parse_text(turn.split("<|im_end|>")[0])).calls and not reply.problems
+            1 for turn in turns if (reply := parse(turn.split("<|im_end|>")[0])).calls and not reply.problems
         )
         if episode[1] == "designer":
             reply_text = self.design(episode)
@@ -298,7 +301,8 @@ class MockModel:
             reply_text = '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'
         else:
             name, arguments = _named(self.next_action(episode, usable))
-            reply_text = f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+            call = json.dumps({"name": name, "arguments": arguments})
+            reply_text = call if constrained else f"<tool_call>\n{call}\n</tool_call>"
         sampled = [*tokenizer.encode(reply_text, add_special_tokens=False), self.template.eos_token_id]
         choice: dict[str, Any] = {
             "index": 0,

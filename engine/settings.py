@@ -25,9 +25,16 @@ class EpisodeSettings(BaseModel):
     token_ids: bool = False
     tokenizer: str | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    call_schema: bool = Field(
+        False,
+        description="tokens mode: every reply is one call of an offered tool (or finish), sampled under their JSON "
+        "schema (llama.cpp's `json_schema`); the logprobs kept are the sampler's, after the grammar.",
+    )
 
     @model_validator(mode="after")
     def _tokens_mode_needs_a_tokenizer(self) -> EpisodeSettings:
         if self.mode == "tokens" and not self.tokenizer:
             raise ValueError("tokens mode renders prompts itself: give a tokenizer (a local directory, or 'bytes')")
+        if self.call_schema and self.mode != "tokens":
+            raise ValueError("call_schema constrains tokens-mode sampling; constrained mode does it for chat requests")
         return self

@@ -69,6 +69,8 @@ class TokenTemplate:
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
         self.eos_token_id = int(tokenizer.eos_token_id)
+        # Ids a server stops on besides the template's own end of turn (SmolLM2 often ends with <|endoftext|>).
+        self.stop_ids = {self.eos_token_id, *(int(i) for i in getattr(tokenizer, "all_special_ids", []) or [])}
         with_prompt = self._ids(_DUMMY[:1], add_generation_prompt=True)
         whole = self._ids(_DUMMY, add_generation_prompt=False)
         content = self._ids_of_text(".")
@@ -108,7 +110,7 @@ class TokenTemplate:
 
     def reply_text(self, sampled: list[int]) -> str:
         """The sampled turn as text, without its stop token."""
-        ids = sampled[:-1] if sampled and sampled[-1] == self.eos_token_id else sampled
+        ids = sampled[:-1] if sampled and sampled[-1] in self.stop_ids else sampled
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
     def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:

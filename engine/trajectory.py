@@ -76,7 +76,10 @@ class TokenTrace(BaseModel):
 
     @property
     def exact(self) -> bool:
-        return not self.drift and self.rerender_matches is not False
+        """Whether the held ids are what the model was conditioned on and sampled. A one-shot re-rendering
+        that differs (`rerender_matches` False, e.g. the model sampled a tokenisation that is not the
+        canonical one) does not change that; only a server that re-rendered history (`drift`) does."""
+        return not self.drift
 
     def add_turn(self, turn: int, prompt_ids: list[int], sampled_ids: list[int], logprobs: list[float]) -> None:
         if turn == 0 or not self.prompt_ids:

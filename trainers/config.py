@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.settings import Mode
+from trainers.suite import SuiteName
 
 
 class _Section(BaseModel):
@@ -59,7 +60,7 @@ class DesignerConfig(_Section):
     documents: int = Field(1, ge=1, description="Grounding documents per iteration.")
     generations: int = Field(2, ge=1, description="G: designer replies per document (one GRPO group).")
     max_tokens: int = Field(512, ge=64)
-    temperature: float = Field(0.8, ge=0.0)
+    temperature: float = Field(1.0, ge=0.0, description="Must equal agent.temperature while the designer trains.")
     corpus: str = "builtin"
     document_tokens: int = Field(400, ge=32)
     reward: Literal["regret", "blend"] = "regret"
@@ -74,9 +75,15 @@ class AgentConfig(_Section):
     reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
     archive_tasks: int = Field(1, ge=0, description="Archived frontier worlds replayed per iteration (least reused).")
     mode: Mode = "tokens"
+    call_schema: bool = Field(
+        False, description="tokens mode: sample every reply as one call under the offered tools' JSON schema."
+    )
+    suite: SuiteName = Field("reference", description="The task suite reference plays draw training tasks from.")
     max_turns: int = Field(4, ge=1)
     max_tokens_per_turn: int = Field(128, ge=8)
-    temperature: float = Field(1.0, ge=0.0)
+    temperature: float = Field(
+        1.0, ge=0.0, description="Sampling temperature; the trainer scores rows at the same one (exact logprobs)."
+    )
 
 
 class UpdateConfig(_Section):
@@ -97,7 +104,9 @@ class UpdateConfig(_Section):
 class RunConfig(_Section):
     iterations: int = Field(2, ge=1)
     eval_every: int = Field(0, ge=0, description="Held-out evaluation every N iterations (0: before and after only).")
-    eval_seeds: int = Field(2, ge=1, description="Held-out seeds per reference world (never trained on).")
+    eval_seeds: int = Field(2, ge=1, description="Held-out full reference tasks per world, played both ways.")
+    eval_suite: SuiteName = Field("reference", description="The held-out suite the lift is measured on.")
+    eval_tasks: int = Field(20, ge=1, description="Held-out tasks of eval_suite per world, one plain play each.")
     checkpoint_every: int = Field(1, ge=1, description="Iterations between checkpoints (`--resume` continues there).")
     seed: int = 0
 
@@ -131,6 +140,19 @@ class TrainConfig(_Section):
                 f"update.rows_per_pass ({self.update.rows_per_pass})"
             )
         self._weight_sync_fits()
+        trains_designer = not (self.ablations.frozen_designer or self.ablations.fixed_pool)
+        if trains_designer and self.designer.temperature != self.agent.temperature:
+            raise ValueError(
+                f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "
+                f"({self.agent.temperature}): the trainer scores every row at one temperature"
+            )
+        if not self.policy.endpoints and self.update.importance_sampling != "off" and self.agent.temperature != 1.0:
+            raise ValueError(
+                f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
+                "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
+            )
+        if self.agent.call_schema and self.agent.mode != "tokens":
+            raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
         if self.update.rows_per_update < self.designer.generations:
             raise ValueError(
                 f"update.rows_per_update ({self.update.rows_per_update}) must hold one designer group "
@@ -150,15 +172,24 @@ class TrainConfig(_Section):
 
 QWEN3_4B = "Qwen/Qwen3-4B-Instruct-2507"
 PRESETS: dict[str, dict[str, Any]] = {
-    # The embedded SmolLM2-135M on 2 CPU cores: small enough to finish a run in about half an hour.
-    "cpu-tiny": {},
+    # The embedded SmolLM2-135M on 2 CPU cores, in at most 45 minutes: the agent trains on the reference-lite
+    # suite (short tasks, compact tools), every reply sampled as one call under the tools' JSON schema.
+    "cpu-tiny": {
+        "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
+                  "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
+        "designer": {"temperature": 0.7},
+        "update": {"rows_per_update": 16, "learning_rate": 3e-5, "gradient_checkpointing": False,
+                   "importance_sampling": "off"},
+        "run": {"iterations": 8, "eval_suite": "reference-lite", "eval_tasks": 70, "eval_seeds": 1},
+    },
     # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
     "gpu-qwen3-4b": {
         "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B},
-        "designer": {"documents": 16, "generations": 8, "max_tokens": 4096, "document_tokens": 1500, "smoke_seeds": 8},
+        "designer": {"documents": 16, "generations": 8, "max_tokens": 4096, "document_tokens": 1500, "smoke_seeds": 8,
+                     "temperature": 1.0},
         "agent": {"plays": 8, "reference_tasks": 16, "archive_tasks": 16, "max_turns": 30, "max_tokens_per_turn": 1024},
         "update": {"rows_per_update": 256, "learning_rate": 1e-6, "beta": 0.0, "epsilon": 0.2},
-        "run": {"iterations": 200, "eval_every": 10, "eval_seeds": 50, "checkpoint_every": 10},
+        "run": {"iterations": 200, "eval_every": 10, "eval_seeds": 50, "checkpoint_every": 10, "eval_tasks": 100},
     },
 }  # fmt: skip
 

@@ -45,6 +45,7 @@ class UpdateSettings:
     importance_sampling: ImportanceSampling = "token_truncate"  # or "off"
     importance_sampling_cap: float = 3.0  # ratios above are truncated (or masked, in the *_mask modes)
     gradient_checkpointing: bool = True  # recompute activations in the backward pass: far less memory on long rows
+    temperature: float = 1.0  # the sampling temperature: the trainer's logprobs must be the sampler's distribution
 
     def __post_init__(self) -> None:
         if self.rows_per_update % self.rows_per_pass:
@@ -118,29 +119,34 @@ class RowFeed:
 
 
 def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[TrainingRow]:
-    """Exactly `size` rows for one update: whole groups while they fit, then padding.
+    """Exactly `size` rows for one update: whole groups with a learning signal while they fit, then padding.
 
-    Groups with a learning signal (some non-zero advantage) go first, in random order, then the rest: a
-    group whose rewards were all equal adds nothing to the gradient, so it only fills space left over.
-    Padding rows are copies with advantage 0; rows of groups that do not fit are left for no one (an
-    update has a fixed size), so size it to the iteration's yield.
+    A group whose advantages are all 0 (its rewards were equal) adds nothing to the gradient, so it is left
+    out rather than paid for with a forward and backward pass; groups are taken in random order, and the
+    rows of groups that do not fit are left for no one (an update has a fixed size: size it to the
+    iteration's yield). The rest is padding: one-token rows with nothing in the loss, which cost a
+    forward pass of two tokens.
     """
     groups: dict[str, list[TrainingRow]] = {}
     for row in rows:
         groups.setdefault(row.group, []).append(row)
-    order = list(groups)
+    order = [name for name in groups if any(row.advantage for row in groups[name])]
     rng.shuffle(order)
-    order.sort(key=lambda name: not any(row.advantage for row in groups[name]))  # stable: signal first
     chosen: list[TrainingRow] = []
     for name in order:
         if len(chosen) + len(groups[name]) <= size:
             chosen += groups[name]
-    if not chosen:
+    if not chosen and order:
         raise ValueError(
-            f"no group fits in an update of {size} rows (the smallest has {min(map(len, groups.values()))})"
+            f"no group fits in an update of {size} rows (the smallest has {min(len(groups[n]) for n in order)})"
         )
-    padding = [chosen[i % len(chosen)].model_copy(update={"advantage": 0.0}) for i in range(size - len(chosen))]
-    return chosen + padding
+    return chosen + [padding_row(rows[0])] * (size - len(chosen))
+
+
+def padding_row(like: TrainingRow) -> TrainingRow:
+    """A row that fills an update without moving it: one prompt token, one completion token out of the loss."""
+    return TrainingRow(role=like.role, group="padding", prompt_ids=like.prompt_ids[:1],
+                       completion_ids=like.completion_ids[:1], logprobs=[None], env_mask=[0], reward=0.0)  # fmt: skip
 
 
 class SaveWhenAsked:
@@ -179,6 +185,7 @@ class Learner:
         self.rows_per_update = rows_per_update
         self.seed = seed
         self.updates = updates_done
+        self.trained_tokens = 0  # in the newest update's rows, padding left out
         self._saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveWhenAsked))
         self._resume_from = resume_from
         self._failure: BaseException | None = None
@@ -204,7 +211,11 @@ class Learner:
         rng = random.Random(f"{self.seed}/batch/{self.updates}")  # the same batch on a resumed run
         if checkpoint:
             self._saver.asked.set()
-        self.feed.put(fit_batch(rows, self.rows_per_update, rng))
+        batch = fit_batch(rows, self.rows_per_update, rng)
+        self.trained_tokens = sum(
+            len(row.prompt_ids) + len(row.completion_ids) for row in batch if row.group != "padding"
+        )
+        self.feed.put(batch)
         self.feed.wait_for_update(timeout)
         if self._failure is not None:
             raise RuntimeError(f"the GRPO trainer failed: {self._failure!r}") from self._failure
@@ -249,6 +260,7 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         beta=settings.beta,
         epsilon=settings.epsilon,
         max_completion_length=settings.max_completion_length,
+        temperature=settings.temperature,  # TRL divides the logits by it: the sampler's distribution
         scale_rewards="none",
         logging_steps=1,
         report_to=[],

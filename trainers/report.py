@@ -20,6 +20,7 @@ from trainers.designer.loop import IterationMetrics, read_metrics
 from trainers.journal import JournalError
 from trainers.run_state import TRAINER_DIR
 from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
+from trainers.stats import bootstrap_mean, paired_lift
 
 
 class ReportError(ValueError):
@@ -110,9 +111,43 @@ def agent_return(record: RunRecord) -> Any:
     })  # fmt: skip
 
 
+def learning_curve(record: RunRecord) -> Any:
+    """Held-out suite success and partial credit per evaluation, with 95% bootstrap intervals over tasks."""
+    measured = [h for h in record.held_out if h.scored]
+    suite = measured[0].suite if measured else "the held-out suite"
+    figure, axes = _axes(f"Learning curve: {suite}, held-out tasks", "score", "after iteration (-1: before training)")
+    if not measured:
+        _nothing_yet(axes)
+        return figure
+    xs = [h.after_iteration for h in measured]
+    for label, values in (("success", _successes), ("partial credit", _credits)):
+        points = [bootstrap_mean(values(h)) for h in measured]
+        means = [p[0] for p in points]
+        errors = [[p[0] - p[1] for p in points], [p[2] - p[0] for p in points]]
+        axes.errorbar(xs, means, yerr=errors, marker="o", capsize=4, label=f"{label} (95% CI)")
+    axes.set_ylim(-0.05, 1.05)
+    axes.legend(loc="best")
+    return figure
+
+
+def _successes(result: HeldOut) -> list[float]:
+    return [float(task.reward is not None and task.reward >= 1.0) for task in result.scored]
+
+
+def _credits(result: HeldOut) -> list[float]:
+    return [task.reward or 0.0 for task in result.scored]
+
+
+def zero_spread(record: RunRecord) -> Any:
+    xs = [r.iteration for r in record.iterations]
+    return _lines("GRPO groups without a learning signal", "share of groups with equal rewards", {
+        "zero reward spread": (xs, [r.zero_spread_share for r in record.iterations]),
+    }, unit_range=True)  # fmt: skip
+
+
 def held_out(record: RunRecord) -> Any:
     xs = [h.after_iteration for h in record.held_out]
-    figure = _lines("Held-out success (reference worlds, unseen seeds)", "tasks solved", {
+    figure = _lines("Held-out success (full reference tasks, unseen seeds)", "tasks solved", {
         "without hint": (xs, [h.mean_plain for h in record.held_out]),
         "with hint": (xs, [h.mean_hinted for h in record.held_out]),
     }, xlabel="after iteration (-1: before training)", unit_range=True)  # fmt: skip
@@ -151,9 +186,15 @@ def diversity_and_leaks(record: RunRecord) -> Any:
 
 def throughput(record: RunRecord) -> Any:
     xs = [r.iteration for r in record.iterations]
-    return _lines("Sampling throughput", "model tokens per second", {
-        "designer + agent": (xs, [_tokens_per_second(r) for r in record.iterations]),
+    return _lines("Throughput", "tokens per second", {
+        "sampled (designer + agent)": (xs, [_tokens_per_second(r) for r in record.iterations]),
+        "trained (update rows)": (xs, [_trained_per_second(r) for r in record.iterations]),
     })  # fmt: skip
+
+
+def _trained_per_second(report: IterationReport) -> float | None:
+    seconds = report.seconds.get("update", 0.0)
+    return report.trained_tokens / seconds if report.trained_tokens and seconds > 0 else None
 
 
 def _tokens_per_second(report: IterationReport) -> float | None:
@@ -209,13 +250,15 @@ def _scaled(value: float | None, factor: float) -> float | None:
 
 
 PLOTS: dict[str, Callable[[RunRecord], Any]] = {
+    "learning-curve": learning_curve,
     "agent-return": agent_return,
+    "zero-spread": zero_spread,
+    "throughput": throughput,
+    "time-split": time_split,
     "held-out": held_out,
     "designer-validity": designer_validity,
     "regret": regret,
     "diversity-leaks": diversity_and_leaks,
-    "throughput": throughput,
-    "time-split": time_split,
     "updates": update_stats,
 }
 
@@ -233,9 +276,44 @@ def write_report(record: RunRecord, out: Path | None = None) -> Path:
         figure = plot(record)
         figure.savefig(out / f"{name}.png")
         pyplot.close(figure)
+    (out / "summary.json").write_text(json.dumps(summary_json(record), indent=2) + "\n")
     page = out / "index.html"
     page.write_text(_page(record))
     return page
+
+
+def _measurement(result: HeldOut) -> dict[str, Any]:
+    return {"after_iteration": result.after_iteration, "success": round(result.success, 4),
+            "partial_credit": round(result.partial_credit, 4), "episodes": len(result.scored),
+            "failed_episodes": len(result.tasks) - len(result.scored)}  # fmt: skip
+
+
+def summary_json(record: RunRecord) -> dict[str, Any]:
+    """`report/summary.json`: the held-out suite before and after training, the paired lift in success with
+    its 95% bootstrap interval over tasks (and the same for partial credit), the run's minutes and memory."""
+    measured = [h for h in record.held_out if h.scored]
+    summary: dict[str, Any] = {"suite": measured[0].suite if measured else None, "before": None, "after": None,
+                               "lift": None, "lift_ci95": None, "partial_credit_lift": None,
+                               "partial_credit_lift_ci95": None,
+                               "iterations": len(record.iterations)}  # fmt: skip
+    if measured:
+        first, last = measured[0], measured[-1]
+        summary["before"], summary["after"] = _measurement(first), _measurement(last)
+        if last is not first:
+            before = {t.task: float(t.reward >= 1.0) for t in first.scored if t.reward is not None}
+            after = {t.task: float(t.reward >= 1.0) for t in last.scored if t.reward is not None}
+            lift, low, high = paired_lift(before, after)
+            summary["lift"], summary["lift_ci95"] = round(lift, 4), [round(low, 4), round(high, 4)]
+            credit_before = {t.task: t.reward or 0.0 for t in first.scored}
+            credit_after = {t.task: t.reward or 0.0 for t in last.scored}
+            lift, low, high = paired_lift(credit_before, credit_after)
+            summary["partial_credit_lift"] = round(lift, 4)
+            summary["partial_credit_lift_ci95"] = [round(low, 4), round(high, 4)]
+    elapsed = [h.elapsed_s for h in record.held_out if h.elapsed_s is not None]
+    summary["minutes"] = round(max(elapsed) / 60, 2) if elapsed else None
+    memory = [h.peak_rss_gb for h in record.held_out if h.peak_rss_gb is not None]
+    summary["peak_rss_gb"] = max(memory) if memory else None
+    return summary
 
 
 def summary(record: RunRecord) -> list[tuple[str, str]]:
@@ -244,11 +322,24 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
     rows = [("preset", str(record.config.get("preset", "?"))),
             ("model", str(record.config.get("policy", {}).get("model", "?"))),
             ("iterations done", f"{len(record.iterations)} of {planned}")]  # fmt: skip
+    headline = summary_json(record)
+    if headline["before"] is not None:
+        before, after = headline["before"], headline["after"]
+        rows.append((f"held-out {headline['suite']} success", f"{before['success']:.1%} -> {after['success']:.1%} "
+                     f"({after['episodes']} episodes each)"))  # fmt: skip
+        if headline["lift_ci95"] is not None:
+            low, high = headline["lift_ci95"]
+            rows.append(
+                ("lift in success (95% CI, paired over tasks)", f"{headline['lift']:+.1%} [{low:+.1%}, {high:+.1%}]")
+            )
+            low, high = headline["partial_credit_lift_ci95"]
+            rows.append(("partial credit", f"{before['partial_credit']:.3f} -> {after['partial_credit']:.3f}, "
+                         f"lift {headline['partial_credit_lift']:+.3f} [{low:+.3f}, {high:+.3f}]"))  # fmt: skip
     if record.held_out:
         first, last = record.held_out[0], record.held_out[-1]
         for label, before, after in (("without hint", first.mean_plain, last.mean_plain),
                                      ("with hint", first.mean_hinted, last.mean_hinted)):  # fmt: skip
-            rows.append((f"held-out success {label}", f"{before:.1%} (after {first.after_iteration}) -> "
+            rows.append((f"full reference tasks, success {label}", f"{before:.1%} (after {first.after_iteration}) -> "
                                                       f"{after:.1%} (after {last.after_iteration})"))  # fmt: skip
     if record.designer:
         before = sum(m.valid_before_repair for m in record.designer)
@@ -270,13 +361,14 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
 def _page(record: RunRecord) -> str:
     run = record.directory
     headline = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary(record))
-    columns = ("iteration", "agent rows", "designer rows", "agent return", "designer reward", "valid worlds",
-               "tokens/s", *(f"{stage} s" for stage in STAGES))  # fmt: skip
+    columns = ("iteration", "agent rows", "designer rows", "agent return", "designer reward", "zero-spread groups",
+               "valid worlds", "sampled tokens/s", "trained tokens/s", *(f"{stage} s" for stage in STAGES))  # fmt: skip
     body = []
     split = stage_seconds(record)
     for r in record.iterations:
         cells = (r.iteration, r.rows.get("agent", 0), r.rows.get("designer", 0), _number(r.agent_return),
-                 _number(r.designer_reward), r.valid_worlds, _number(_tokens_per_second(r), 1),
+                 _number(r.designer_reward), _number(r.zero_spread_share, 2), r.valid_worlds,
+                 _number(_tokens_per_second(r), 1), _number(_trained_per_second(r), 1),
                  *(_number(split[r.iteration].get(stage), 1) for stage in STAGES))  # fmt: skip
         body.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>")
     figures = "".join(f'<figure><img src="{name}.png" alt="{name}"></figure>' for name in PLOTS)

@@ -14,6 +14,7 @@ a checkpoint every `run.checkpoint_every` iterations (`trainers.run_state`) that
 
 from __future__ import annotations
 
+import contextlib
 import random
 import statistics
 import time
@@ -41,9 +42,9 @@ from trainers.designer.loop import DesignRun, IterationResult, run_iteration
 from trainers.grpo import Learner
 from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages
 from trainers.run_state import RunState, new_state, save_state
+from trainers.suite import HELD_OUT_FIRST_SEED, SUITES, SuitePlan, check_not_held_out
 
 log = structlog.get_logger()
-HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
 
 
 class IterationReport(BaseModel):
@@ -56,18 +57,56 @@ class IterationReport(BaseModel):
     designer_reward: float | None
     valid_worlds: int
     sampled_tokens: int | None = None  # the model's own tokens in the iteration's rows (not tool results)
+    groups: int | None = None  # GRPO groups among the rows
+    zero_spread_groups: int | None = None  # of those, groups whose rewards were all equal (no learning signal)
+    trained_tokens: int | None = None  # tokens (prompt + completion) of the rows the update trained on
     seconds: dict[str, float]
+
+    @property
+    def zero_spread_share(self) -> float | None:
+        return self.zero_spread_groups / self.groups if self.groups and self.zero_spread_groups is not None else None
+
+
+class TaskResult(BaseModel):
+    """One held-out task of the suite and the score its plain play got."""
+
+    world: str
+    seed: int
+    reward: float | None  # None: the play failed for infrastructure reasons (no score)
+
+    @property
+    def task(self) -> str:
+        return f"{self.world}/{self.seed}"
 
 
 class HeldOut(BaseModel):
-    """One line of `eval.jsonl`: held-out success per reference world, without and with the hint."""
+    """One line of `eval.jsonl`: the held-out suite's tasks (one plain play each), and success on the full
+    reference tasks per world, without and with the hint."""
 
     after_iteration: int  # -1: before training
+    suite: str | None = None  # the suite's name/version
+    tasks: list[TaskResult] = []
     success_plain: dict[str, float]
     success_hinted: dict[str, float]
     mean_plain: float
     mean_hinted: float
     seconds: float = 0.0
+    elapsed_s: float | None = None  # since the training process started
+    peak_rss_gb: float | None = None  # this process or any one child (server, sandbox), the larger, so far
+
+    @property
+    def scored(self) -> list[TaskResult]:
+        return [task for task in self.tasks if task.reward is not None]
+
+    @property
+    def success(self) -> float:
+        scored = self.scored
+        return sum(task.reward is not None and task.reward >= 1.0 for task in scored) / len(scored) if scored else 0.0
+
+    @property
+    def partial_credit(self) -> float:
+        scored = self.scored
+        return statistics.fmean(task.reward or 0.0 for task in scored) if scored else 0.0
 
 
 @dataclass
@@ -128,11 +167,16 @@ class SelfPlay:
         clock["archive"] = time.perf_counter() - started
 
         rows, skipped = self.rows(designed, reference + archived)
+        groups: dict[str, set[float]] = {}
+        for row in rows:
+            groups.setdefault(row.group, set()).add(row.reward)
         started = time.perf_counter()
+        trained = None
         if self.learner is not None and rows:
             scored = with_advantages(rows, scale=self.config.update.scale)
             # the update runs in TRL's thread; with `checkpoint`, the trainer saves right after it
             saved = await anyio.to_thread.run_sync(self.learner.update, scored, checkpoint)
+            trained = self.learner.trained_tokens
             if saved is None:
                 self.unsaved_updates += 1
             else:
@@ -146,6 +190,9 @@ class SelfPlay:
             designer_reward=_mean([row.reward for row in rows if row.role == "designer"]),
             valid_worlds=designed.metrics.valid_after_repair if designed else 0,
             sampled_tokens=sum(sum(row.env_mask) for row in rows),
+            groups=len(groups),
+            zero_spread_groups=sum(len(rewards) == 1 for rewards in groups.values()),
+            trained_tokens=trained,
             seconds={name: round(value, 3) for name, value in clock.items()},
         )
         journal.append(self.out / "train.jsonl", [report])
@@ -161,6 +208,8 @@ class SelfPlay:
             for outcome in designed.outcomes:
                 if outcome.plays:
                     records += read_records(self.out / outcome.plays)
+        for record in records:
+            check_not_held_out(record.key.world, record.key.seed)
         rows, skipped = agent_rows(records)
         if designed is not None and not self.config.ablations.frozen_designer:
             more, also = designer_rows(designed.outcomes)
@@ -174,13 +223,15 @@ class SelfPlay:
         if tasks == 0:
             return []
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
+        suite = SUITES[self.config.agent.suite]
         names = sorted(builtin_worlds())
         records: list[EpisodeRecord] = []
         for task in range(tasks):
             world = names[(index * tasks + task) % len(names)]
-            seed = rng.randrange(HELD_OUT_FIRST_SEED)
+            seed = suite.training_seed(world, rng)
             directory = self.out / "reference" / f"{index}-{task}-{world}"
-            records += await self._play(world, seed, self.config.agent.plays, directory)
+            records += await self._play(world, seed, self.config.agent.plays, directory,
+                                        worlds=suite.environments(world))  # fmt: skip
         return records
 
     async def archive_plays(self, index: int) -> list[EpisodeRecord]:
@@ -209,35 +260,52 @@ class SelfPlay:
         return records
 
     async def held_out(self, after: int) -> HeldOut:
-        """Success on held-out seeds of every reference world, once without and once with the hint."""
+        """The held-out suite (`run.eval_tasks` tasks per world, one plain play each), then the full
+        reference tasks (`run.eval_seeds` per world, once without and once with the hint)."""
         started = time.perf_counter()
+        run = self.config.run
+        suite = SUITES[run.eval_suite]
+        tasks: list[TaskResult] = []
+        for world in sorted(builtin_worlds()):
+            plan = SuitePlan(run=self.design.run, suite=suite.label, world=world,
+                             seeds=suite.held_out_seeds(world, run.eval_tasks), settings=self.agent)  # fmt: skip
+            directory = self.out / "eval" / f"after-{after}-{run.eval_suite}-{world}"
+            for record in await self._rollout(plan, directory, suite.environments(world)):
+                tasks.append(TaskResult(world=world, seed=record.key.seed, reward=record.reward))
         plain: dict[str, float] = {}
         hinted: dict[str, float] = {}
         for world in sorted(builtin_worlds()):
             directory = self.out / "eval" / f"after-{after}-{world}"
-            records = await self._play(world, HELD_OUT_FIRST_SEED, 1, directory, tasks=self.config.run.eval_seeds)
+            records = await self._play(world, HELD_OUT_FIRST_SEED, 1, directory, tasks=run.eval_seeds)
             for hint, into in ((False, plain), (True, hinted)):
                 scored = [r.reward for r in records if r.key.hinted is hint and r.reward is not None]
                 into[world] = sum(score >= 1.0 for score in scored) / len(scored) if scored else 0.0
         result = HeldOut(
             after_iteration=after,
+            suite=suite.label,
+            tasks=tasks,
             success_plain=plain,
             success_hinted=hinted,
             mean_plain=statistics.fmean(plain.values()),
             mean_hinted=statistics.fmean(hinted.values()),
             seconds=round(time.perf_counter() - started, 3),
+            elapsed_s=round(time.monotonic() - PROCESS_STARTED, 1),
+            peak_rss_gb=round(peak_rss_gb(), 2),
         )
         journal.append(self.out / "eval.jsonl", [result])
-        log.info(
-            "held-out success", after=after, plain=round(result.mean_plain, 3), hinted=round(result.mean_hinted, 3)
-        )
+        log.info("held-out success", after=after, suite=suite.label, success=round(result.success, 3),
+                 partial_credit=round(result.partial_credit, 3), reference_plain=round(result.mean_plain, 3),
+                 reference_hinted=round(result.mean_hinted, 3))  # fmt: skip
         return result
 
     async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1,
                     worlds: Callable[[], Environment] | None = None) -> list[EpisodeRecord]:  # fmt: skip
         plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
                            hints="both", settings=self.agent)  # fmt: skip
-        worlds = worlds or LocalWorlds(world)
+        return await self._rollout(plan, directory, worlds or LocalWorlds(world))
+
+    async def _rollout(self, plan: RolloutPlan | SuitePlan, directory: Path,
+                       worlds: Callable[[], Environment]) -> list[EpisodeRecord]:  # fmt: skip
         await self._share_opening(worlds)
         with TrajectoryStore.open(directory, plan) as store:
             await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency)
@@ -269,6 +337,25 @@ def read_iterations(out: Path) -> list[IterationReport]:
 def read_held_out(out: Path) -> list[HeldOut]:
     """`eval.jsonl` read back: the held-out results in the order they were measured."""
     return journal.read(out / "eval.jsonl", HeldOut)
+
+
+PROCESS_STARTED = time.monotonic()
+
+
+def peak_rss_gb() -> float:
+    """This process's peak resident memory plus the larger of its live children's resident memory now and
+    the peak of any child that ended (a model server replaced at a reload), in GB: what the run needed."""
+    import resource
+
+    import psutil
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    live = 0
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            live += child.memory_info().rss
+    return (own + max(ended, live)) / 1e9
 
 
 def _mean(values: list[float]) -> float | None:

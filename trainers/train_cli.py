@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.endpoints import EndpointPool
-from engine.llama_server import EmbeddedServer, ServerSettings, ServerStartError
+from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
 from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
 from engine.settings import EpisodeSettings
 from toolworlds.sandbox import SandboxPool
@@ -181,11 +181,14 @@ async def _run(
             sync.version = state.weights_version
         sync.start(model, resumed=checkpoint is not None)
     name = (sync.served_model if sync else None) or config.policy.served_name
+    # The embedded server samples from the model's own distribution and reports what it sampled from;
+    # vLLM does both by default (started with --logprobs-mode processed_logprobs).
+    sampling = dict(EXACT_SAMPLING) if server is not None else {}
     agent = EpisodeSettings(mode=config.agent.mode, model=name, max_turns=config.agent.max_turns,
-                            max_tokens_per_turn=config.agent.max_tokens_per_turn,
-                            temperature=config.agent.temperature, tokenizer=tokenizer)  # fmt: skip
+                            max_tokens_per_turn=config.agent.max_tokens_per_turn, call_schema=config.agent.call_schema,
+                            temperature=config.agent.temperature, tokenizer=tokenizer, extra_body=sampling)  # fmt: skip
     designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=name, max_turns=1,
-                               max_tokens_per_turn=config.designer.max_tokens,
+                               max_tokens_per_turn=config.designer.max_tokens, extra_body=sampling,
                                temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
     settings = DesignSettings(
         documents=config.designer.documents,
@@ -242,7 +245,8 @@ def _update_settings(config: TrainConfig) -> UpdateSettings:
                           max_completion_length=knobs.max_completion_length,
                           importance_sampling=knobs.importance_sampling,
                           importance_sampling_cap=knobs.importance_sampling_cap,
-                          gradient_checkpointing=knobs.gradient_checkpointing)  # fmt: skip
+                          gradient_checkpointing=knobs.gradient_checkpointing,
+                          temperature=config.agent.temperature)  # fmt: skip
 
 
 def _lora(config: TrainConfig) -> LoraSettings | None:
@@ -271,10 +275,13 @@ def _weight_sync(
 
 
 def _held_out_table(held: list[HeldOut]) -> Table:
-    table = Table("when", "success without hint", "success with hint", title="held-out reference tasks")
+    suite = held[0].suite if held else "suite"
+    table = Table("when", f"{suite} success", f"{suite} partial credit", "episodes", "full tasks without hint",
+                  "full tasks with hint", title="held-out tasks (never trained on)")  # fmt: skip
     for result in held:
         when = "before training" if result.after_iteration < 0 else f"after iteration {result.after_iteration}"
-        table.add_row(when, f"{result.mean_plain:.1%}", f"{result.mean_hinted:.1%}")
+        table.add_row(when, f"{result.success:.1%}", f"{result.partial_credit:.3f}", str(len(result.scored)),
+                      f"{result.mean_plain:.1%}", f"{result.mean_hinted:.1%}")  # fmt: skip
     return table
 
 

@@ -89,22 +89,25 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tm
     assert not torch.equal(sync.pushed[0], initial) and not torch.equal(sync.pushed[1], sync.pushed[0])
 
 
-def test_fit_batch_keeps_whole_groups_and_pads_with_zero_advantage() -> None:
+def test_fit_batch_takes_whole_groups_with_signal_and_pads_with_empty_rows() -> None:
     import random
 
-    rows = [TrainingRow(role="agent", group=f"g{i // 3}", prompt_ids=[1], completion_ids=[2], logprobs=[0.0],
-                        env_mask=[1], reward=float(i % 3), advantage=float(i % 3) - 1) for i in range(9)]  # fmt: skip
+    rows = [TrainingRow(role="agent", group=f"g{i // 3}", prompt_ids=[1, 5], completion_ids=[2, 3], logprobs=[0.0] * 2,
+                        env_mask=[1, 1], reward=float(i % 3), advantage=float(i % 3) - 1) for i in range(9)]  # fmt: skip
     batch = fit_batch(rows, 8, random.Random(0))
     assert len(batch) == 8
-    real = [row for row in batch if row.advantage != 0.0]
-    assert sorted({row.group for row in batch}) == sorted({row.group for row in real}) and len(real) == 4  # 2 groups
+    real = [row for row in batch if row.group != "padding"]
+    assert len(real) == 6 and len({row.group for row in real}) == 2, "whole groups only: two of three fit"
+    padding = [row for row in batch if row.group == "padding"]
+    assert all(row.prompt_ids == [1] and row.completion_ids == [2] and row.env_mask == [0] for row in padding)
     with pytest.raises(ValueError, match="no group fits in an update of 2 rows"):
         fit_batch(rows, 2, random.Random(0))
-    # a group with no signal (equal rewards, advantages 0) only fills what the groups with signal leave
+    # a group with no signal (equal rewards, advantages 0) is never trained on: it would cost a pass for nothing
     flat = [row.model_copy(update={"group": "flat", "advantage": 0.0}) for row in rows[:3]]
     for seed in range(20):
-        picked = fit_batch(flat + rows[3:], 6, random.Random(seed))
-        assert {row.group for row in picked} == {"g1", "g2"}
+        picked = fit_batch(flat + rows[3:], 9, random.Random(seed))
+        assert {row.group for row in picked} == {"g1", "g2", "padding"}
+    assert {row.group for row in fit_batch(flat, 4, random.Random(0))} == {"padding"}
 
 
 def token_logprobs(model: Any, prompt: list[int], completion: list[int]) -> list[float]:

@@ -22,8 +22,8 @@ def test_a_run_killed_before_its_first_iteration_still_reports(tmp_path: Path) -
     assert page == tmp_path / "report" / "index.html"
     assert all((tmp_path / "report" / f"{name}.png").stat().st_size > 1000 for name in PLOTS)
     rows = dict(summary(read_run(tmp_path)))
-    assert rows["iterations done"] == "0 of 2"
-    assert rows["held-out success with hint"] == "50.0% (after -1) -> 50.0% (after -1)"
+    assert rows["iterations done"] == f"0 of {load_config('cpu-tiny').run.iterations}"
+    assert rows["full reference tasks, success with hint"] == "50.0% (after -1) -> 50.0% (after -1)"
 
 
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
@@ -34,3 +34,32 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     completed = subprocess.run([*SPADEWORK, "report", str(tmp_path)], capture_output=True, text=True, timeout=120,
                                env={**os.environ, "COLUMNS": "300"})  # fmt: skip
     assert completed.returncode == 2 and "train.jsonl: a record does not parse (iteration:" in completed.stderr
+
+
+def held_out_line(after: int, rewards: list[float], **extra: object) -> str:
+    tasks = [{"world": "banking", "seed": 10_000_000 + i, "reward": reward} for i, reward in enumerate(rewards)]
+    line = {"after_iteration": after, "suite": "reference-lite/v1", "tasks": tasks, "success_plain": {"banking": 0.0},
+            "success_hinted": {"banking": 0.0}, "mean_plain": 0.0, "mean_hinted": 0.0, "seconds": 10.0, **extra}  # fmt: skip
+    return json.dumps(line)
+
+
+def test_summary_json_states_before_after_and_the_paired_lift(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(load_config("cpu-tiny").model_dump_json())
+    before = [0.0, 0.5, 1.0, 0.0]  # one success of four; partial credit 0.375
+    after = [1.0, 0.5, 1.0, None]  # two of the three scored tasks; the fourth failed (infra): left out
+    lines = [held_out_line(-1, before, elapsed_s=60.0, peak_rss_gb=3.5),  # type: ignore[arg-type]
+             held_out_line(0, after, elapsed_s=600.0, peak_rss_gb=4.25)]  # type: ignore[arg-type]  # fmt: skip
+    (tmp_path / "eval.jsonl").write_text("\n".join(lines) + "\n")
+    write_report(read_run(tmp_path))
+    summary_file = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary_file["suite"] == "reference-lite/v1"
+    assert summary_file["before"] == {"after_iteration": -1, "success": 0.25, "partial_credit": 0.375, "episodes": 4,
+                                      "failed_episodes": 0}  # fmt: skip
+    assert summary_file["after"] == {"after_iteration": 0, "success": round(2 / 3, 4), "partial_credit": round(2.5 / 3, 4),
+                                     "episodes": 3, "failed_episodes": 1}  # fmt: skip
+    # paired over the three tasks scored both times: differences +1, 0, 0 in success
+    assert summary_file["lift"] == round(1 / 3, 4) and summary_file["lift_ci95"] == [0.0, 1.0]
+    assert summary_file["partial_credit_lift"] == round(1 / 3, 4)
+    assert summary_file["minutes"] == 10.0 and summary_file["peak_rss_gb"] == 4.25
+    rows = dict(summary(read_run(tmp_path)))
+    assert rows["lift in success (95% CI, paired over tasks)"] == "+33.3% [+0.0%, +100.0%]"

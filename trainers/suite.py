@@ -1,0 +1,217 @@
+"""The task suites the agent trains and is measured on: reference-world tasks as they are (`reference`),
+or cut to what the embedded 135M model can sometimes do (`reference-lite`).
+
+A suite is named and versioned, and its tasks follow from that alone: which seeds (held-out ones start
+at `HELD_OUT_FIRST_SEED`, scanned upwards and kept when the task fits), which tools each task shows, and
+how the world and its tools are written. Two runs that name the same suite measured the same tasks, and a
+change to any of that is a new version, never an edit of an old one. Training draws its seeds below
+`HELD_OUT_FIRST_SEED`, so no held-out task is ever played for a gradient (`check_not_held_out`).
+
+`reference-lite` keeps the tasks whose reference plan makes at most three calls, and shows each world
+with its one-line description and only the tools those tasks call (every task of the world sees the same
+list, in which the other tasks' tools are the distractors, so all its episodes open with the same tokens
+and the server computes that opening once), with compact schemas: names, types, enums, one line each.
+A call to a tool the agent was not shown is an `unknown_tool` error, as for a tool that does not exist.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.environments import Environment, LocalWorlds
+from engine.rollout import Hints
+from engine.settings import EpisodeSettings
+from engine.trajectory import EpisodeKey
+from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, error_observation
+from toolworlds.registry import builtin_worlds, load_world
+
+HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
+SuiteName = Literal["reference", "reference-lite"]
+
+
+class HeldOutSeedError(RuntimeError):
+    """A held-out task reached training: the run stops rather than train on what it measures."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """Which reference tasks, and how they are shown; `version` changes whenever either does."""
+
+    name: SuiteName
+    version: int
+    max_calls: int | None  # tasks whose reference plan makes at most this many tool calls (None: all)
+    compact: bool  # one-line world description, trimmed tool schemas, only the tools the suite's tasks call
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}/v{self.version}"
+
+    def admits(self, world: str, seed: int) -> bool:
+        """Whether the task `world` draws for `seed` belongs to this suite."""
+        if self.max_calls is None:
+            return True
+        plan = _plan_tools(world, seed)
+        return len(plan) <= self.max_calls and set(plan) <= set(self.shown_tools(world))
+
+    def shown_tools(self, world: str) -> tuple[str, ...]:
+        """The tools an agent sees in `world`: all of them, or those the suite's tasks call (found over a
+        fixed sample of seeds, which every task family of the reference worlds appears in)."""
+        return _shown_tools(self, world)
+
+    def held_out_seeds(self, world: str, count: int) -> list[int]:
+        """The suite's first `count` held-out tasks of `world`: the same list for the same version."""
+        seeds: list[int] = []
+        seed = HELD_OUT_FIRST_SEED
+        while len(seeds) < count:
+            if self.admits(world, seed):
+                seeds.append(seed)
+            seed += 1
+        return seeds
+
+    def training_seed(self, world: str, rng: random.Random) -> int:
+        """A task of the suite for training: a seed below the held-out range."""
+        while True:
+            seed = rng.randrange(HELD_OUT_FIRST_SEED)
+            if self.admits(world, seed):
+                return seed
+
+    def environments(self, world: str) -> LocalWorlds | FocusedWorlds:
+        """Fresh environments of `world` as this suite shows it, one per call."""
+        if not self.compact:
+            return LocalWorlds(world)
+        return FocusedWorlds(self, world)
+
+
+SUITES: dict[str, Suite] = {
+    "reference": Suite("reference", version=1, max_calls=None, compact=False),
+    "reference-lite": Suite("reference-lite", version=1, max_calls=3, compact=True),
+}
+
+
+def check_not_held_out(world: str, seed: int) -> None:
+    """Refuse a reference-world episode on a held-out seed where training rows are made."""
+    if world in builtin_worlds() and seed >= HELD_OUT_FIRST_SEED:
+        raise HeldOutSeedError(
+            f"episode {world}/{seed} is on a held-out seed (>= {HELD_OUT_FIRST_SEED}): it must never be trained on"
+        )
+
+
+@lru_cache(maxsize=65536)
+def _plan_tools(world: str, seed: int) -> tuple[str, ...]:
+    """The tools the reference plan of `world`'s task for `seed` calls, in order (repeats kept)."""
+    instance: ToolWorld[Any] = load_world(world)()
+    instance.reset(seed)
+    return tuple(action.name for action in instance.solution() if isinstance(action, ToolCall))
+
+
+TOOL_SAMPLE_SEEDS = range(400)  # where a suite looks for the tools its tasks call (part of its version)
+
+
+@lru_cache(maxsize=16)
+def _shown_tools(suite: Suite, world: str) -> tuple[str, ...]:
+    every = tuple(spec.name for spec in load_world(world).tools())
+    if suite.max_calls is None:
+        return every
+    called = {name for seed in TOOL_SAMPLE_SEEDS for name in _plan_tools(world, seed)
+              if len(_plan_tools(world, seed)) <= suite.max_calls}  # fmt: skip
+    return tuple(name for name in every if name in called)
+
+
+def compact_tool(entry: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI function spec cut to what a small model needs: name, the description's first sentence,
+    and each parameter's type (and enum); nested descriptions and bounds are dropped."""
+    function = entry["function"]
+    parameters = function.get("parameters") or {}
+    properties = {name: _compact_property(schema) for name, schema in (parameters.get("properties") or {}).items()}
+    compact: dict[str, Any] = {"type": "object", "properties": properties}
+    if parameters.get("required"):
+        compact["required"] = list(parameters["required"])
+    description = (function.get("description") or "").split(". ")[0].strip().rstrip(".")
+    return {
+        "type": "function",
+        "function": {"name": function["name"], "description": description, "parameters": compact},
+    }
+
+
+def _compact_property(schema: dict[str, Any]) -> dict[str, Any]:
+    options = [option for option in schema.get("anyOf", [schema]) if option.get("type") != "null"]
+    chosen = options[0] if options else schema
+    kept = {key: chosen[key] for key in ("type", "enum") if key in chosen}
+    if chosen.get("type") == "array" and isinstance(chosen.get("items"), dict):
+        kept["items"] = _compact_property(chosen["items"])
+    return kept or {"type": "string"}
+
+
+class FocusedWorlds:
+    """Makes environments of one reference world as a compact suite shows it: its one-line description
+    and the suite's tools of that world, with compact schemas."""
+
+    def __init__(self, suite: Suite, world: str) -> None:
+        self._local = LocalWorlds(world)
+        self.name = self._local.name
+        self.description = self._local.world_class.description.splitlines()[0].strip()
+        shown = set(suite.shown_tools(world))
+        self.tools = [compact_tool(entry) for entry in self._local.tools if entry["function"]["name"] in shown]
+
+    def __call__(self) -> Environment:
+        return FocusedEnvironment(self, self._local())
+
+
+class FocusedEnvironment:
+    """A reference world's episode that shows only some of its tools; one per episode."""
+
+    def __init__(self, worlds: FocusedWorlds, inner: Environment) -> None:
+        self._inner = inner
+        self.name = inner.name
+        self.description = worlds.description
+        self.tools = worlds.tools
+        self._shown = {entry["function"]["name"] for entry in self.tools}
+
+    async def reset(self, seed: int) -> Task:
+        return await self._inner.reset(seed)
+
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        if isinstance(action, ToolCall) and action.name not in self._shown:
+            message = f"there is no tool named {action.name!r}; the tools are: {', '.join(sorted(self._shown))}"
+            observation = error_observation("unknown_tool", message)
+            return StepResult(observation=observation, reward=0.0, terminated=False, truncated=False,
+                              info={"tool": action.name, "error": "unknown_tool"})  # fmt: skip
+        return await self._inner.step(action)
+
+    async def score(self) -> tuple[float, str]:
+        return await self._inner.score()
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+class SuitePlan(BaseModel):
+    """Episodes of one world on a given list of seeds (a suite's tasks): `run_rollout` plays it, the store
+    keeps it as the run's plan."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str
+    suite: str
+    world: str
+    seeds: list[int] = Field(min_length=1)
+    samples: int = Field(default=1, gt=0)
+    hints: Hints = "plain"
+    settings: EpisodeSettings = Field(default_factory=EpisodeSettings)
+
+    def episodes(self) -> Iterator[EpisodeKey]:
+        hinted = {"plain": (False,), "hinted": (True,), "both": (False, True)}[self.hints]
+        for seed in self.seeds:
+            for with_hint in hinted:
+                for sample in range(self.samples):
+                    yield EpisodeKey(world=self.world, seed=seed, sample=sample, hinted=with_hint)
+
+    @property
+    def size(self) -> int:
+        return len(self.seeds) * self.samples * (2 if self.hints == "both" else 1)
