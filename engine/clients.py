@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from engine.call_grammar import call_grammar
 from engine.endpoints import Answer, Endpoint, EndpointPool
 from engine.parsing import ParsedReply, constrained_response_format, parse_constrained, parse_native, parse_text
 from engine.settings import EpisodeSettings
@@ -170,11 +171,18 @@ class TokensClient:
         self._tools = tools
         self._last_sampled: list[int] = []
         self._last_truncated = False
+        self._grammar_for, self._call_grammar = -1, ""
 
     @property
     def _trace(self) -> TokenTrace:
         assert self.tokens is not None
         return self.tokens
+
+    def _grammar(self) -> str:
+        """The call grammar of the tools offered now (built again only when a conversation reveals more)."""
+        if self._grammar_for != len(self._tools):
+            self._grammar_for, self._call_grammar = len(self._tools), call_grammar(self._tools)
+        return self._call_grammar
 
     def start(self, messages: list[dict[str, Any]]) -> None:
         self._tools = list(self._tools)  # rendered once, into the opening: tools revealed later arrive as text
@@ -194,7 +202,7 @@ class TokensClient:
             **settings.extra_body,
         }
         if settings.call_schema:
-            body["json_schema"] = constrained_response_format(self._tools)["json_schema"]["schema"]
+            body["grammar"] = self._grammar()
         answer = await self.route.post("/completions", body)
         choice = _first_choice(answer, turn, "text")
         sampled, logprobs = _sampled_ids_and_logprobs(choice)

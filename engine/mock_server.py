@@ -13,7 +13,7 @@ episode from the `X-Spadework-Episode` header the engine sends (`run/role/world/
   their user (`benchmarks.acebench.replay`).
 
 Calls come back as native `tool_calls`, or as text in one of the protocols the engine parses (`--style`);
-a request with a JSON-schema `response_format` (or, on `/v1/completions`, llama.cpp's `json_schema`) gets the bare
+a request with a JSON-schema `response_format` (or, on `/v1/completions`, llama.cpp's `grammar` or `json_schema`) gets the bare
 JSON object. Latency and faults (5xx,
 hangs past the client's deadline, dropped connections, a 200 with garbage for a body, malformed calls)
 are injected at configured rates. Like vLLM with `return_token_ids`, it returns the prompt's and the
@@ -290,11 +290,9 @@ class MockModel:
         tokenizer = self.template.tokenizer
         text = tokenizer.decode(prompt, skip_special_tokens=False)
         turns = text.split("<|im_start|>assistant\n")[1:]
-        constrained = "json_schema" in body  # llama.cpp's field: the reply is the bare JSON call
+        constrained = "grammar" in body or "json_schema" in body  # llama.cpp's fields: the reply is the bare call
         parse = parse_constrained if constrained else parse_text
-        usable = sum(
-            1 for turn in turns if (reply := parse(turn.split("<|im_end|>")[0])).calls and not reply.problems
-        )
+        usable = sum(1 for turn in turns if (reply := parse(turn.split("<|im_end|>")[0])).calls and not reply.problems)
         if episode[1] == "designer":
             reply_text = self.design(episode)
         elif malformed or self.settings.script == "malformed":

@@ -27,8 +27,8 @@ class EpisodeSettings(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     call_schema: bool = Field(
         False,
-        description="tokens mode: every reply is one call of an offered tool (or finish), sampled under their JSON "
-        "schema (llama.cpp's `json_schema`); the logprobs kept are the sampler's, after the grammar.",
+        description="tokens mode: every reply is one compact call of an offered tool (or finish), sampled under a "
+        "llama.cpp grammar of their schemas (`engine.call_grammar`).",
     )
 
     @model_validator(mode="after")

@@ -178,9 +178,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
                   "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
         "designer": {"temperature": 0.7},
-        "update": {"rows_per_update": 16, "learning_rate": 3e-5, "gradient_checkpointing": False,
+        "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
                    "importance_sampling": "off"},
-        "run": {"iterations": 8, "eval_suite": "reference-lite", "eval_tasks": 70, "eval_seeds": 1},
+        "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 70, "eval_seeds": 1},
     },
     # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
     "gpu-qwen3-4b": {

@@ -1,0 +1,116 @@
+"""A llama.cpp grammar (GBNF) that admits exactly one compact tool call: `{"name": "t", "arguments": {...}}`.
+
+llama.cpp can turn a JSON schema into a grammar itself (`json_schema`), but its grammar lets a reply spend
+tokens on optional whitespace (a small model pretty-prints, often past its token budget), and its many
+rules make each sampling step dearer. This one fixes the layout (one space after `:` and `,`, nothing
+else), keeps a tool's properties in their declared order with the required ones present, bounds strings,
+and admits only JSON without escapes in strings, which is all a tool's arguments need here. Every reply it
+admits parses as a call whose arguments satisfy the tool's types, enums and required fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+MAX_STRING = 48  # characters in a string without a maxLength: a runaway string cannot eat the token budget
+MAX_ITEMS = 8
+
+
+class _Rules:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._count = 0
+
+    def add(self, body: str) -> str:
+        self._count += 1
+        name = f"r{self._count}"
+        self.lines.append(f"{name} ::= {body}")
+        return name
+
+
+def _literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _json_literal(value: Any) -> str:
+    return _literal(json.dumps(value, ensure_ascii=False))
+
+
+def _string(schema: dict[str, Any]) -> str:
+    longest = int(schema.get("maxLength", MAX_STRING))
+    shortest = int(schema.get("minLength", 0))
+    return f'"\\"" [^"\\\\\\x00-\\x1f]{{{shortest},{max(shortest, longest)}}} "\\""'
+
+
+_SCALARS = {
+    "integer": '"-"? [0-9]{1,10}',
+    "number": '"-"? [0-9]{1,10} ("." [0-9]{1,4})?',
+    "boolean": '("true" | "false")',
+    "null": '"null"',
+}
+
+
+def _value(schema: Any, rules: _Rules) -> str:
+    if not isinstance(schema, dict) or not schema:
+        return f"({_string({})} | {_SCALARS['number']} | {_SCALARS['boolean']} | {_SCALARS['null']})"
+    if "const" in schema:
+        return _json_literal(schema["const"])
+    if "enum" in schema:
+        return "(" + " | ".join(_json_literal(option) for option in schema["enum"]) + ")"
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return "(" + " | ".join(_value(option, rules) for option in schema[key]) + ")"
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "(" + " | ".join(_value({**schema, "type": one}, rules) for one in kind) + ")"
+    if kind == "string":
+        return _string(schema)
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "array":
+        item = rules.add(_value(schema.get("items"), rules))
+        most = int(schema.get("maxItems", MAX_ITEMS))
+        return f'"[" ({item} (", " {item}){{0,{max(0, most - 1)}}})? "]"'
+    if kind == "object" or "properties" in schema:
+        return _object(schema, rules)
+    return _value({}, rules)
+
+
+def _object(schema: dict[str, Any], rules: _Rules) -> str:
+    """`{...}` with the schema's properties in declared order, each optional one free to be left out."""
+    properties = list((schema.get("properties") or {}).items())
+    required = set(schema.get("required") or [])
+    if not properties:
+        return '"{}"'
+    pairs = [f"{_literal(json.dumps(name) + ': ')} {rules.add(_value(value, rules))}" for name, value in properties]
+    # after[i]: the properties from i on, the first of them preceded by ", "; first[i]: with nothing before it.
+    after: list[str] = [""] * (len(properties) + 1)
+    first: list[str] = [""] * (len(properties) + 1)
+    after[len(properties)] = first[len(properties)] = rules.add('""')
+    for start in range(len(properties) - 1, -1, -1):
+        follow, lead = [], []
+        for chosen in range(start, len(properties)):
+            follow.append(f'", " {pairs[chosen]} {after[chosen + 1]}')
+            lead.append(f"{pairs[chosen]} {after[chosen + 1]}")
+            if properties[chosen][0] in required:
+                break  # a required property cannot be skipped
+        else:
+            follow.append('""')
+            lead.append('""')
+        after[start] = rules.add(" | ".join(follow))
+        first[start] = rules.add(" | ".join(lead))
+    return f'"{{" {first[0]} "}}"'
+
+
+def call_grammar(tools: Sequence[dict[str, Any]]) -> str:
+    """The grammar of one call of one of `tools` (OpenAI function specs), with nothing before or after it."""
+    rules = _Rules()
+    calls = []
+    for entry in tools:
+        function = entry["function"]
+        arguments = _value(function.get("parameters") or {"type": "object"}, rules)
+        head = _literal('{"name": ' + json.dumps(function["name"]) + ', "arguments": ')
+        calls.append(f'{head} {arguments} "}}"')
+    return "\n".join([f"root ::= {' | '.join(calls)}", *rules.lines])
