@@ -12,18 +12,16 @@ episode from the `X-Spadework-Episode` header the engine sends (`run/role/world/
 - `acebench` says the milestones of ACEBench Agent tasks (world `acebench`, the vendored data) and plays
   their user (`benchmarks.acebench.replay`).
 
-Calls come back as native `tool_calls`, or as text in one of the protocols the engine parses (`--style`);
-a request with a JSON-schema `response_format` (or, on `/v1/completions`, llama.cpp's `grammar` or `json_schema`) gets the bare
-JSON object. Latency and faults (5xx,
-hangs past the client's deadline, dropped connections, a 200 with garbage for a body, malformed calls)
-are injected at configured rates. Like vLLM with `return_token_ids`, it returns the prompt's and the
-completion's token ids and per-token logprobs, from a byte-level "tokenizer" over a fixed chat template
-(`render`), so the engine's token accounting can be checked exactly. `--drift` re-renders past tool-call
-arguments differently, as a server with a non-prefix-preserving template would. Like vLLM with runtime
-LoRA updating, it takes `/v1/load_lora_adapter` (checking the PEFT files are there) and
-`/reset_prefix_cache`; `/stats` says what was loaded, which model each request named and which tools each
-request offered.
-"""
+Calls come back as native `tool_calls`, or as text in one of the protocols the engine parses (`--style`); a
+request with a JSON-schema `response_format` (on `/v1/completions`: llama.cpp's `grammar` or `json_schema`)
+gets the bare JSON object. Latency and faults (5xx, hangs past the client's deadline, dropped connections, a
+200 with garbage for a body, malformed calls) are injected at configured rates. Like vLLM with
+`return_token_ids`, it returns the prompt's and the completion's token ids and per-token logprobs, from a
+byte-level "tokenizer" over a fixed chat template (`render`), so the engine's token accounting can be checked
+exactly. `--drift` re-renders past tool-call arguments differently, as a server with a non-prefix-preserving
+template would. Like vLLM with runtime LoRA updating, it takes `/v1/load_lora_adapter` (checking the PEFT
+files are there) and `/reset_prefix_cache`; `/stats` says what was loaded, which model each request named and
+which tools each request offered."""
 
 from __future__ import annotations
 

@@ -180,7 +180,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "designer": {"temperature": 0.7},
         "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
                    "importance_sampling": "off"},
-        "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 70, "eval_seeds": 1},
+        "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 67, "eval_seeds": 1},
     },
     # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
     "gpu-qwen3-4b": {

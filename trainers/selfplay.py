@@ -92,7 +92,7 @@ class HeldOut(BaseModel):
     mean_hinted: float
     seconds: float = 0.0
     elapsed_s: float | None = None  # since the training process started
-    peak_rss_gb: float | None = None  # this process or any one child (server, sandbox), the larger, so far
+    peak_rss_gb: float | None = None  # so far: this process, plus its live children or its largest ended one
 
     @property
     def scored(self) -> list[TaskResult]:

@@ -204,6 +204,10 @@ async def _run(
             invalid_penalty=config.designer.invalid_penalty,
         ),
         memory_examples=0 if config.ablations.no_memory else 1,
+        # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
+        # shares the longest prefix with it, so each episode finds its own history there and a turn reads only
+        # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).
+        concurrency=config.policy.parallel if server is not None else DesignSettings.concurrency,
     )
     feed = BroadcastRowFeed(ranks) if ranks.world > 1 else RowFeed()
     trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / TRAINER_DIR, config.run.iterations,

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from engine.episode import FINISH_FUNCTION
-from engine.llama_server import EmbeddedServer, ServerSettings, ServerStartError
+from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
 from engine.local_models import ModelNotFoundError, default_gguf, resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
 from engine.store import read_records
@@ -114,6 +114,42 @@ async def test_tokens_mode_episode_holds_the_exact_ids(server: EmbeddedServer, t
     assert [turn.prompt_tokens for turn in record.turns] == [len(trace.prompt_ids) + start for start in turn_starts]
     sampled = [lp for lp, mask in zip(trace.logprobs, trace.loss_mask, strict=True) if mask]
     assert sampled and all(lp <= 0 for lp in sampled)
+
+
+@pytest.mark.anyio
+async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs(
+    server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """Tokens mode with `call_schema`: every reply is a call that fits its tool's schema, the trace is exact,
+    and with `EXACT_SAMPLING` each recorded logprob is the model's full softmax at temperature 1, the
+    probability the trainer computes for the same token (the grammar's renormalisation is not in it)."""
+    import torch
+
+    from trainers.checkpoint import load_policy
+
+    _, records = await play(
+        tmp_path, [server.base_url], world=LIBRARY, tasks=2, mode="tokens", tokenizer="default", max_turns=3,
+        max_tokens_per_turn=48, temperature=1.0, call_schema=True, extra_body=dict(EXACT_SAMPLING),
+    )  # fmt: skip
+    schemas = {tool["function"]["name"]: tool["function"]["parameters"]
+               for tool in [*load_world(LIBRARY).openai_tools(), FINISH_FUNCTION]}  # fmt: skip
+    model, _ = load_policy(default_gguf())
+    for record in records:
+        trace = record.tokens
+        assert trace is not None and trace.exact and record.status in ("ok", "truncated"), record.detail
+        for turn, message in zip(record.turns, record.messages[2::2], strict=False):
+            reply = parse_constrained(message["content"])
+            if turn.finish_reason == "stop":  # a reply cut by max_tokens is an unfinished call
+                assert not reply.problems and len(reply.calls) == 1, message["content"]
+                jsonschema.validate(reply.calls[0].arguments, schemas[reply.calls[0].name])
+        ids = trace.prompt_ids + trace.completion_ids
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0, len(trace.prompt_ids) - 1 : -1]
+        trainer = logits.log_softmax(-1).gather(1, torch.tensor(trace.completion_ids)[:, None])[:, 0]
+        sampled = [i for i, bit in enumerate(trace.loss_mask) if bit]
+        gaps = [abs(trainer[i].item() - trace.logprobs[i]) for i in sampled]
+        mean = sum(gaps) / len(gaps)
+        assert max(gaps) < 0.5 and mean < 0.05, f"mean {mean:.3f}, max {max(gaps):.3f}"
 
 
 def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:

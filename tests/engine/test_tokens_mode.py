@@ -42,6 +42,24 @@ async def test_tokens_mode_trace_is_exact(tmp_path: Path, tokens_url: str, world
             assert logprob == (fake_logprob(token) if mask else 0.0)
 
 
+@pytest.mark.anyio
+async def test_call_schema_sends_the_call_grammar_and_reads_bare_calls(tmp_path: Path, tokens_url: str) -> None:
+    stats, records = await play(tmp_path, [tokens_url], world="orders", tasks=3, mode="tokens", tokenizer="bytes",
+                                call_schema=True)  # fmt: skip
+    assert stats.statuses["ok"] == 3 and all(record.reward == 1.0 for record in records)
+    for record in records:
+        replies = [m["content"] for m in record.messages if m["role"] == "assistant"]
+        assert all(reply.startswith('{"name": ') for reply in replies), "the mock answers a grammar with bare JSON"
+        assert record.malformed_turns == 0 and record.tokens is not None and record.tokens.exact
+
+
+def test_a_reply_ending_in_another_stop_token_is_read_without_it() -> None:
+    template = load_template("bytes")
+    endoftext = template.tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    sampled = [*template.tokenizer.encode('{"name": "finish", "arguments": {}}'), endoftext]
+    assert template.reply_text(sampled) == '{"name": "finish", "arguments": {}}'
+
+
 def test_continuation_closes_a_truncated_turn_itself() -> None:
     template = load_template("bytes")
     sampled = template.tokenizer.encode('<tool_call>{"name": "a"')  # cut off by max_tokens: no stop token

@@ -70,3 +70,27 @@ def test_an_unknown_preset_lists_the_known_ones() -> None:
 )
 def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str], sync: str) -> None:
     assert load_config("cpu-tiny", overrides).policy.sync == sync
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["designer.temperature=1.0"], "designer.temperature (1.0) must equal agent.temperature (0.7)"),
+        (["update.importance_sampling=token_truncate"], "importance weights need agent.temperature=1.0"),
+        (["agent.mode=chat"], "agent.call_schema constrains tokens-mode sampling"),
+    ],
+)
+def test_sampling_settings_that_would_make_the_loss_wrong_are_refused(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        load_config("cpu-tiny", overrides)
+    load_config(
+        "cpu-tiny", ["designer.temperature=1.0", "ablations.frozen_designer=true"]
+    )  # the designer does not train
+    load_config("cpu-tiny", ["agent.temperature=1.0", "designer.temperature=1.0",
+                             "update.importance_sampling=token_truncate"])  # fmt: skip
+
+
+def test_the_cpu_preset_trains_and_measures_on_the_lite_suite() -> None:
+    tiny = load_config("cpu-tiny")
+    assert tiny.agent.suite == tiny.run.eval_suite == "reference-lite" and tiny.agent.call_schema
+    assert 3 * tiny.run.eval_tasks >= 200, "at least 200 held-out episodes per measurement"

@@ -92,8 +92,9 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tm
 def test_fit_batch_takes_whole_groups_with_signal_and_pads_with_empty_rows() -> None:
     import random
 
-    rows = [TrainingRow(role="agent", group=f"g{i // 3}", prompt_ids=[1, 5], completion_ids=[2, 3], logprobs=[0.0] * 2,
-                        env_mask=[1, 1], reward=float(i % 3), advantage=float(i % 3) - 1) for i in range(9)]  # fmt: skip
+    rows = [TrainingRow(role="agent", group=f"g{i // 3}", prompt_ids=[1, 5], completion_ids=[2, 3],
+                        logprobs=[0.0] * 2, env_mask=[1, 1], reward=float(i % 3), advantage=float(i % 3) - 1)
+            for i in range(9)]  # fmt: skip
     batch = fit_batch(rows, 8, random.Random(0))
     assert len(batch) == 8
     real = [row for row in batch if row.group != "padding"]

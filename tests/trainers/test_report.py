@@ -38,8 +38,9 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
 
 def held_out_line(after: int, rewards: list[float], **extra: object) -> str:
     tasks = [{"world": "banking", "seed": 10_000_000 + i, "reward": reward} for i, reward in enumerate(rewards)]
-    line = {"after_iteration": after, "suite": "reference-lite/v1", "tasks": tasks, "success_plain": {"banking": 0.0},
-            "success_hinted": {"banking": 0.0}, "mean_plain": 0.0, "mean_hinted": 0.0, "seconds": 10.0, **extra}  # fmt: skip
+    line = {"after_iteration": after, "suite": "reference-lite/v1", "tasks": tasks,
+            "success_plain": {"banking": 0.0}, "success_hinted": {"banking": 0.0}, "mean_plain": 0.0,
+            "mean_hinted": 0.0, "seconds": 10.0, **extra}  # fmt: skip
     return json.dumps(line)
 
 
@@ -55,8 +56,9 @@ def test_summary_json_states_before_after_and_the_paired_lift(tmp_path: Path) ->
     assert summary_file["suite"] == "reference-lite/v1"
     assert summary_file["before"] == {"after_iteration": -1, "success": 0.25, "partial_credit": 0.375, "episodes": 4,
                                       "failed_episodes": 0}  # fmt: skip
-    assert summary_file["after"] == {"after_iteration": 0, "success": round(2 / 3, 4), "partial_credit": round(2.5 / 3, 4),
-                                     "episodes": 3, "failed_episodes": 1}  # fmt: skip
+    assert summary_file["after"] == {"after_iteration": 0, "success": round(2 / 3, 4),
+                                     "partial_credit": round(2.5 / 3, 4), "episodes": 3,
+                                     "failed_episodes": 1}  # fmt: skip
     # paired over the three tasks scored both times: differences +1, 0, 0 in success
     assert summary_file["lift"] == round(1 / 3, 4) and summary_file["lift_ci95"] == [0.0, 1.0]
     assert summary_file["partial_credit_lift"] == round(1 / 3, 4)

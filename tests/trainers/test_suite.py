@@ -52,11 +52,14 @@ def test_a_held_out_reference_episode_is_refused_for_training() -> None:
 
 
 def test_compact_tools_keep_names_types_and_enums_only() -> None:
-    spec = {"type": "function", "function": {"name": "change_status", "description": "Move a ticket on. Closed is final.",
-            "parameters": {"type": "object", "additionalProperties": False, "required": ["ticket_id", "status"],
-                           "properties": {"ticket_id": {"type": "string", "description": "e.g. T-1001", "pattern": "^T"},
-                                          "status": {"enum": ["open", "closed"], "type": "string"},
-                                          "note": {"anyOf": [{"type": "string", "maxLength": 9}, {"type": "null"}]}}}}}  # fmt: skip
+    properties = {"ticket_id": {"type": "string", "description": "e.g. T-1001", "pattern": "^T"},
+                  "status": {"enum": ["open", "closed"], "type": "string"},
+                  "note": {"anyOf": [{"type": "string", "maxLength": 9}, {"type": "null"}]}}  # fmt: skip
+    parameters = {"type": "object", "additionalProperties": False, "required": ["ticket_id", "status"],
+                  "properties": properties}  # fmt: skip
+    description = "Move a ticket on. Closed is final."
+    spec = {"type": "function", "function": {"name": "change_status", "description": description,
+                                             "parameters": parameters}}  # fmt: skip
     assert compact_tool(spec) == {"type": "function", "function": {
         "name": "change_status", "description": "Move a ticket on",
         "parameters": {"type": "object", "required": ["ticket_id", "status"], "properties": {

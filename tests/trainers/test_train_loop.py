@@ -26,7 +26,8 @@ from trainers.designer.memory import RememberedWorld, WorldMemory, code_hash
 from trainers.selfplay import SelfPlay
 
 TINY = ["run.iterations=1", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
-        "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2"]  # fmt: skip
+        "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
+        "run.eval_tasks=2"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -131,3 +132,18 @@ async def test_archived_frontier_worlds_are_replayed_least_reused_first(tmp_path
         assert {record["status"] for record in played} == {"ok"}
     with WorldMemory.open(tmp_path / "memory.sqlite") as memory:
         assert memory.training_pool(1)[0].reuse_count == 2
+
+
+def test_a_held_out_reference_play_never_becomes_a_training_row(tmp_path: Path) -> None:
+    from engine.trajectory import EpisodeKey, EpisodeRecord
+    from trainers.suite import HELD_OUT_FIRST_SEED, HeldOutSeedError
+
+    def record(seed: int) -> EpisodeRecord:
+        return EpisodeRecord(run="t", key=EpisodeKey(world="orders", seed=seed, sample=0, hinted=False), mode="tokens",
+                             model="m", status="ok", reward=1.0, messages=[], turns=[], started_at=0.0,
+                             duration_s=0.0)  # fmt: skip
+
+    loop = SelfPlay(load_config("cpu-tiny"), tmp_path, design=None, endpoints=None, agent=None, learner=None)  # type: ignore[arg-type]
+    loop.rows(None, [record(HELD_OUT_FIRST_SEED - 1)])
+    with pytest.raises(HeldOutSeedError, match="orders/10000003 is on a held-out seed"):
+        loop.rows(None, [record(HELD_OUT_FIRST_SEED - 1), record(HELD_OUT_FIRST_SEED + 3)])
