@@ -14,7 +14,6 @@ a checkpoint every `run.checkpoint_every` iterations (`trainers.run_state`) that
 
 from __future__ import annotations
 
-import contextlib
 import random
 import statistics
 import time
@@ -40,6 +39,7 @@ from trainers import journal
 from trainers.config import TrainConfig
 from trainers.designer.loop import DesignRun, IterationResult, run_iteration
 from trainers.grpo import Learner
+from trainers.memory import PeakMemory, current_by_process
 from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages
 from trainers.run_state import RunState, new_state, save_state
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES, SuitePlan, check_not_held_out
@@ -92,7 +92,7 @@ class HeldOut(BaseModel):
     mean_hinted: float
     seconds: float = 0.0
     elapsed_s: float | None = None  # since the training process started
-    peak_rss_gb: float | None = None  # so far: this process, plus its live children or its largest ended one
+    peak_rss_gb: float | None = None  # so far: this process and the ones it started, summed (`trainers.memory`)
 
     @property
     def scored(self) -> list[TaskResult]:
@@ -123,6 +123,7 @@ class SelfPlay:
     unsaved_updates: int = 0  # updates since then: a checkpoint of the run must wait for the next one
     # Computes a world's opening tokens once for all the server's slots (`EmbeddedServer.share_prefix`).
     share_prefix: Callable[[list[int]], int] | None = None
+    memory: PeakMemory | None = None  # the run's peak memory, recorded with each held-out evaluation
 
     async def run(self, resumed: RunState | None = None) -> None:
         """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
@@ -290,9 +291,11 @@ class SelfPlay:
             mean_hinted=statistics.fmean(hinted.values()),
             seconds=round(time.perf_counter() - started, 3),
             elapsed_s=round(time.monotonic() - PROCESS_STARTED, 1),
-            peak_rss_gb=round(peak_rss_gb(), 2),
+            peak_rss_gb=round(self.memory.peak_gb, 2) if self.memory else None,
         )
         journal.append(self.out / "eval.jsonl", [result])
+        if self.memory is not None:
+            log.info("memory now (PSS, MB)", **{name: round(size / 1e6) for name, size in current_by_process().items()})
         log.info("held-out success", after=after, suite=suite.label, success=round(result.success, 3),
                  partial_credit=round(result.partial_credit, 3), reference_plain=round(result.mean_plain, 3),
                  reference_hinted=round(result.mean_hinted, 3))  # fmt: skip
@@ -340,22 +343,6 @@ def read_held_out(out: Path) -> list[HeldOut]:
 
 
 PROCESS_STARTED = time.monotonic()
-
-
-def peak_rss_gb() -> float:
-    """This process's peak resident memory plus the larger of its live children's resident memory now and
-    the peak of any child that ended (a model server replaced at a reload), in GB: what the run needed."""
-    import resource
-
-    import psutil
-
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    ended = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    live = 0
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            live += child.memory_info().rss
-    return (own + max(ended, live)) / 1e9
 
 
 def _mean(values: list[float]) -> float | None:

@@ -30,6 +30,7 @@ from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import RewardSettings
 from trainers.distributed import BroadcastRowFeed, Ranks
 from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
+from trainers.memory import PeakMemory
 from trainers.report import ReportError, read_run, summary, write_report
 from trainers.run_state import TRAINER_DIR, WEIGHTS_DIR, ResumeError, RunState, load_state, restore
 from trainers.selfplay import HeldOut, SelfPlay, read_held_out
@@ -221,8 +222,9 @@ async def _run(
             memory = stack.enter_context(WorldMemory.open(out / "memory.sqlite"))
             run_id = state.run_id if state else uuid.uuid4().hex[:12]
             design = DesignRun(run_id, out, corpus, endpoints, sandbox, memory, settings, config.run.seed)
+            peak = stack.enter_context(PeakMemory())
             loop = SelfPlay(config, out, design, endpoints, agent, learner, trainer_checkpoint=checkpoint,
-                            share_prefix=server.share_prefix if server else None)  # fmt: skip
+                            share_prefix=server.share_prefix if server else None, memory=peak)  # fmt: skip
             await loop.run(state)
     finally:
         learner.close()

@@ -145,11 +145,14 @@ async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs
         ids = trace.prompt_ids + trace.completion_ids
         with torch.no_grad():
             logits = model(torch.tensor([ids])).logits[0, len(trace.prompt_ids) - 1 : -1]
-        trainer = logits.log_softmax(-1).gather(1, torch.tensor(trace.completion_ids)[:, None])[:, 0]
+        ids_sampled = torch.tensor(trace.completion_ids)[:, None]
         sampled = [i for i, bit in enumerate(trace.loss_mask) if bit]
-        gaps = [abs(trainer[i].item() - trace.logprobs[i]) for i in sampled]
-        mean = sum(gaps) / len(gaps)
-        assert max(gaps) < 0.5 and mean < 0.05, f"mean {mean:.3f}, max {max(gaps):.3f}"
+        gaps = {}
+        for temperature in (1.0, 0.5):  # the trainer's number at temperature 1, and a distribution it is not
+            trainer = (logits / temperature).log_softmax(-1).gather(1, ids_sampled)[:, 0]
+            gaps[temperature] = sum(abs(trainer[i].item() - trace.logprobs[i]) for i in sampled) / len(sampled)
+        # Q4_1 on llama.cpp vs the same weights dequantized to float32: small differences, not a different policy
+        assert gaps[1.0] < 0.1 and gaps[1.0] < gaps[0.5] / 3, gaps
 
 
 def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:
