@@ -21,11 +21,9 @@ MAX_ITEMS = 8
 class _Rules:
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self._count = 0
 
     def add(self, body: str) -> str:
-        self._count += 1
-        name = f"r{self._count}"
+        name = f"r{len(self.lines) + 1}"
         self.lines.append(f"{name} ::= {body}")
         return name
 

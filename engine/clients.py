@@ -171,22 +171,18 @@ class TokensClient:
         self._tools = tools
         self._last_sampled: list[int] = []
         self._last_truncated = False
-        self._grammar_for, self._call_grammar = -1, ""
+        self._grammar = ""  # call_schema: the call grammar of the tools rendered into the opening
 
     @property
     def _trace(self) -> TokenTrace:
         assert self.tokens is not None
         return self.tokens
 
-    def _grammar(self) -> str:
-        """The call grammar of the tools offered now (built again only when a conversation reveals more)."""
-        if self._grammar_for != len(self._tools):
-            self._grammar_for, self._call_grammar = len(self._tools), call_grammar(self._tools)
-        return self._call_grammar
-
     def start(self, messages: list[dict[str, Any]]) -> None:
         self._tools = list(self._tools)  # rendered once, into the opening: tools revealed later arrive as text
         self._trace.prompt_ids = self.template.opening(messages, self._tools)
+        if self.settings.call_schema:
+            self._grammar = call_grammar(self._tools)
         self.tokens_used = len(self._trace.prompt_ids)
 
     async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
@@ -201,8 +197,8 @@ class TokensClient:
             "skip_special_tokens": False,
             **settings.extra_body,
         }
-        if settings.call_schema:
-            body["grammar"] = self._grammar()
+        if self._grammar:
+            body["grammar"] = self._grammar
         answer = await self.route.post("/completions", body)
         choice = _first_choice(answer, turn, "text")
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
@@ -216,9 +212,8 @@ class TokensClient:
         self._last_truncated = choice.get("finish_reason") == "length"
         self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
         text = self.template.reply_text(sampled)
-        return {"role": "assistant", "content": text}, parse_constrained(text) if settings.call_schema else parse_text(
-            text
-        )
+        reply = parse_constrained(text) if self._grammar else parse_text(text)
+        return {"role": "assistant", "content": text}, reply
 
     def observe(self, new_messages: list[dict[str, Any]]) -> None:
         trace = self._trace

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -59,15 +59,20 @@ class RolloutPlan(BaseModel):
     settings: EpisodeSettings = Field(default_factory=EpisodeSettings)
 
     def episodes(self) -> Iterator[EpisodeKey]:
-        hinted = {"plain": (False,), "hinted": (True,), "both": (False, True)}[self.hints]
-        for seed in range(self.first_seed, self.first_seed + self.tasks):
-            for with_hint in hinted:
-                for sample in range(self.samples):
-                    yield EpisodeKey(world=self.world, seed=seed, sample=sample, hinted=with_hint)
+        return episode_keys(self.world, range(self.first_seed, self.first_seed + self.tasks), self.samples, self.hints)
 
     @property
     def size(self) -> int:
         return self.tasks * self.samples * (2 if self.hints == "both" else 1)
+
+
+def episode_keys(world: str, seeds: Iterable[int], samples: int, hints: Hints) -> Iterator[EpisodeKey]:
+    """Every episode of `world` on `seeds`: per seed, each hint condition, `samples` plays each."""
+    hinted = {"plain": (False,), "hinted": (True,), "both": (False, True)}[hints]
+    for seed in seeds:
+        for with_hint in hinted:
+            for sample in range(samples):
+                yield EpisodeKey(world=world, seed=seed, sample=sample, hinted=with_hint)
 
 
 @dataclass

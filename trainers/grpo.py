@@ -143,9 +143,12 @@ def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[Tr
     return chosen + [padding_row(rows[0])] * (size - len(chosen))
 
 
+PADDING_GROUP = "padding"
+
+
 def padding_row(like: TrainingRow) -> TrainingRow:
     """A row that fills an update without moving it: one prompt token, one completion token out of the loss."""
-    return TrainingRow(role=like.role, group="padding", prompt_ids=like.prompt_ids[:1],
+    return TrainingRow(role=like.role, group=PADDING_GROUP, prompt_ids=like.prompt_ids[:1],
                        completion_ids=like.completion_ids[:1], logprobs=[None], env_mask=[0], reward=0.0)  # fmt: skip
 
 
@@ -213,7 +216,7 @@ class Learner:
             self._saver.asked.set()
         batch = fit_batch(rows, self.rows_per_update, rng)
         self.trained_tokens = sum(
-            len(row.prompt_ids) + len(row.completion_ids) for row in batch if row.group != "padding"
+            len(row.prompt_ids) + len(row.completion_ids) for row in batch if row.group != PADDING_GROUP
         )
         self.feed.put(batch)
         self.feed.wait_for_update(timeout)

@@ -120,22 +120,14 @@ def learning_curve(record: RunRecord) -> Any:
         _nothing_yet(axes)
         return figure
     xs = [h.after_iteration for h in measured]
-    for label, values in (("success", _successes), ("partial credit", _credits)):
-        points = [bootstrap_mean(values(h)) for h in measured]
+    for label, values in (("success", HeldOut.successes), ("partial credit", HeldOut.credits)):
+        points = [bootstrap_mean(list(values(h).values())) for h in measured]
         means = [p[0] for p in points]
         errors = [[p[0] - p[1] for p in points], [p[2] - p[0] for p in points]]
         axes.errorbar(xs, means, yerr=errors, marker="o", capsize=4, label=f"{label} (95% CI)")
     axes.set_ylim(-0.05, 1.05)
     axes.legend(loc="best")
     return figure
-
-
-def _successes(result: HeldOut) -> list[float]:
-    return [float(task.reward is not None and task.reward >= 1.0) for task in result.scored]
-
-
-def _credits(result: HeldOut) -> list[float]:
-    return [task.reward or 0.0 for task in result.scored]
 
 
 def zero_spread(record: RunRecord) -> Any:
@@ -300,15 +292,9 @@ def summary_json(record: RunRecord) -> dict[str, Any]:
         first, last = measured[0], measured[-1]
         summary["before"], summary["after"] = _measurement(first), _measurement(last)
         if last is not first:
-            before = {t.task: float(t.reward >= 1.0) for t in first.scored if t.reward is not None}
-            after = {t.task: float(t.reward >= 1.0) for t in last.scored if t.reward is not None}
-            lift, low, high = paired_lift(before, after)
-            summary["lift"], summary["lift_ci95"] = round(lift, 4), [round(low, 4), round(high, 4)]
-            credit_before = {t.task: t.reward or 0.0 for t in first.scored}
-            credit_after = {t.task: t.reward or 0.0 for t in last.scored}
-            lift, low, high = paired_lift(credit_before, credit_after)
-            summary["partial_credit_lift"] = round(lift, 4)
-            summary["partial_credit_lift_ci95"] = [round(low, 4), round(high, 4)]
+            for key, measure in (("lift", HeldOut.successes), ("partial_credit_lift", HeldOut.credits)):
+                lift, low, high = paired_lift(measure(first), measure(last))
+                summary[key], summary[f"{key}_ci95"] = round(lift, 4), [round(low, 4), round(high, 4)]
     elapsed = [h.elapsed_s for h in record.held_out if h.elapsed_s is not None]
     summary["minutes"] = round(max(elapsed) / 60, 2) if elapsed else None
     memory = [h.peak_rss_gb for h in record.held_out if h.peak_rss_gb is not None]

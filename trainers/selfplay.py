@@ -45,6 +45,7 @@ from trainers.run_state import RunState, new_state, save_state
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES, SuitePlan, check_not_held_out
 
 log = structlog.get_logger()
+PROCESS_STARTED = time.monotonic()  # what `HeldOut.elapsed_s` counts from (a resumed run starts again)
 
 
 class IterationReport(BaseModel):
@@ -98,15 +99,21 @@ class HeldOut(BaseModel):
     def scored(self) -> list[TaskResult]:
         return [task for task in self.tasks if task.reward is not None]
 
+    def successes(self) -> dict[str, float]:
+        """Per scored task: 1.0 if its play solved it, else 0.0."""
+        return {task.task: float((task.reward or 0.0) >= 1.0) for task in self.scored}
+
+    def credits(self) -> dict[str, float]:
+        """Per scored task: its partial credit."""
+        return {task.task: task.reward or 0.0 for task in self.scored}
+
     @property
     def success(self) -> float:
-        scored = self.scored
-        return sum(task.reward is not None and task.reward >= 1.0 for task in scored) / len(scored) if scored else 0.0
+        return statistics.fmean(self.successes().values()) if self.scored else 0.0
 
     @property
     def partial_credit(self) -> float:
-        scored = self.scored
-        return statistics.fmean(task.reward or 0.0 for task in scored) if scored else 0.0
+        return statistics.fmean(self.credits().values()) if self.scored else 0.0
 
 
 @dataclass
@@ -340,9 +347,6 @@ def read_iterations(out: Path) -> list[IterationReport]:
 def read_held_out(out: Path) -> list[HeldOut]:
     """`eval.jsonl` read back: the held-out results in the order they were measured."""
     return journal.read(out / "eval.jsonl", HeldOut)
-
-
-PROCESS_STARTED = time.monotonic()
 
 
 def _mean(values: list[float]) -> float | None:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.environments import Environment, LocalWorlds
-from engine.rollout import Hints
+from engine.rollout import Hints, episode_keys
 from engine.settings import EpisodeSettings
 from engine.trajectory import EpisodeKey
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, error_observation
@@ -118,8 +118,8 @@ def _shown_tools(suite: Suite, world: str) -> tuple[str, ...]:
     every = tuple(spec.name for spec in load_world(world).tools())
     if suite.max_calls is None:
         return every
-    called = {name for seed in TOOL_SAMPLE_SEEDS for name in _plan_tools(world, seed)
-              if len(_plan_tools(world, seed)) <= suite.max_calls}  # fmt: skip
+    plans = (_plan_tools(world, seed) for seed in TOOL_SAMPLE_SEEDS)
+    called = {name for plan in plans if len(plan) <= suite.max_calls for name in plan}
     return tuple(name for name in every if name in called)
 
 
@@ -206,11 +206,7 @@ class SuitePlan(BaseModel):
     settings: EpisodeSettings = Field(default_factory=EpisodeSettings)
 
     def episodes(self) -> Iterator[EpisodeKey]:
-        hinted = {"plain": (False,), "hinted": (True,), "both": (False, True)}[self.hints]
-        for seed in self.seeds:
-            for with_hint in hinted:
-                for sample in range(self.samples):
-                    yield EpisodeKey(world=self.world, seed=seed, sample=sample, hinted=with_hint)
+        return episode_keys(self.world, self.seeds, self.samples, self.hints)
 
     @property
     def size(self) -> int:
