@@ -89,6 +89,12 @@ train-tools *flags="": model
     spadework train --preset cpu-tiny --out "$run" {{flags}}
     spadework report "$run"
 
+# The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/grpo_sweep.py): the embedded model plays
+# training and validation tasks once (~15 min), then each setting trains on the same plays (~5 min each).
+sweep out="runs/sweep" *flags="": model
+    python benchmarks/grpo_sweep.py collect --out {{out}}
+    python benchmarks/grpo_sweep.py sweep --data {{out}} {{flags}}
+
 # Continue a killed (or finished) training run from its last checkpoint: `just resume runs/train-tools/<time>`.
 resume run *flags="": model
     spadework train --resume {{run}} {{flags}}

@@ -91,7 +91,8 @@ class UpdateConfig(_Section):
     rows_per_pass: int = Field(1, ge=1, description="Rows per forward/backward pass (memory); the rest accumulates.")
     learning_rate: float = Field(1e-5, gt=0.0)
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference policy.")
-    epsilon: float = Field(0.2, gt=0.0, description="PPO clip range.")
+    epsilon: float = Field(0.2, gt=0.0, description="PPO clip range (inert at one step per batch: nothing is stale).")
+    steps_per_batch: int = Field(1, ge=1, description="Optimiser steps on each batch of rows (GRPO's mu).")
     scale: Literal["role", "group", "none"] = "role"
     max_completion_length: int = Field(4096, ge=16)
     importance_sampling: Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"] = Field(

@@ -39,7 +39,8 @@ class UpdateSettings:
     rows_per_pass: int = 1  # rows in one forward/backward pass; the rest is gradient accumulation (memory)
     learning_rate: float = 1e-5
     beta: float = 0.0  # KL to a reference model; 0 needs no reference copy
-    epsilon: float = 0.2  # PPO clip
+    epsilon: float = 0.2  # PPO clip; only steps after a batch's first see a policy other than the one scored
+    steps_per_batch: int = 1  # optimiser steps on each batch (GRPO's mu, TRL's num_iterations)
     max_completion_length: int = 4096
     wait_seconds: float = 3600.0  # how long an update waits for the self-play loop's next rows
     importance_sampling: ImportanceSampling = "token_truncate"  # or "off"
@@ -153,11 +154,12 @@ def padding_row(like: TrainingRow) -> TrainingRow:
 
 
 class SaveWhenAsked:
-    """A transformers callback: after the next optimiser step, write a full checkpoint (weights,
-    optimizer, scheduler, RNG, trainer state) to `output_dir/checkpoint-<step>`."""
+    """A transformers callback: after the next batch's last optimiser step, write a full checkpoint
+    (weights, optimizer, scheduler, RNG, trainer state) to `output_dir/checkpoint-<step>`."""
 
-    def __init__(self) -> None:
+    def __init__(self, steps_per_batch: int = 1) -> None:
         self.asked = threading.Event()
+        self.steps_per_batch = steps_per_batch
 
     def __getattr__(self, event: str) -> Any:  # every other callback event: nothing to do
         if event.startswith("on_"):
@@ -165,7 +167,7 @@ class SaveWhenAsked:
         raise AttributeError(event)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
-        if self.asked.is_set():
+        if self.asked.is_set() and state.global_step % self.steps_per_batch == 0:
             self.asked.clear()
             control.should_save = True
         return control
@@ -244,9 +246,9 @@ def advantage_reward(env_reward: list[float], **_: Any) -> list[float]:
 
 def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSettings, out: Path, updates: int,
                  processes: int = 1) -> Any:  # fmt: skip
-    """A `GRPOTrainer` that runs up to `updates` optimiser steps, each on `rows_per_update` rows from `feed`
-    (split over `processes` data-parallel processes), and checkpoints when a `Learner` asks (at most the two
-    newest are kept)."""
+    """A `GRPOTrainer` that runs up to `updates` updates, each `steps_per_batch` optimiser steps on
+    `rows_per_update` rows from `feed` (split over `processes` data-parallel processes), and checkpoints when
+    a `Learner` asks (at most the two newest are kept)."""
     from datasets import Dataset
     from trl.trainer.grpo_config import GRPOConfig
     from trl.trainer.grpo_trainer import GRPOTrainer
@@ -258,7 +260,8 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         per_device_train_batch_size=settings.rows_per_pass,
         gradient_accumulation_steps=settings.rows_per_update // (settings.rows_per_pass * processes),
         num_generations=settings.rows_per_update,  # TRL's grouping is unused: groups live in the advantages
-        max_steps=updates,
+        max_steps=updates * settings.steps_per_batch,
+        num_iterations=settings.steps_per_batch,  # TRL asks the feed for rows once per batch, steps it mu times
         learning_rate=settings.learning_rate,
         beta=settings.beta,
         epsilon=settings.epsilon,
@@ -287,7 +290,7 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         train_dataset=prompts,
         processing_class=tokenizer,
         rollout_func=feed,
-        callbacks=[SaveWhenAsked()],
+        callbacks=[SaveWhenAsked(settings.steps_per_batch)],
     )
     if settings.importance_sampling != "off":
         _correct_for_the_sampler(trainer)

@@ -25,6 +25,21 @@ def bootstrap_mean(values: Sequence[float], resamples: int = RESAMPLES, seed: in
     return float(data.mean()), float(low), float(high)
 
 
+def bootstrap_difference(
+    first: Sequence[float], second: Sequence[float], resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[float, float, float]:
+    """mean(first) - mean(second) for two independent samples, each resampled on its own, with a 95%
+    percentile-bootstrap interval: (difference, low, high)."""
+    if not first or not second:
+        raise ValueError("both samples need values")
+    rng = np.random.default_rng(seed)
+    differences = np.zeros(resamples)
+    for data, sign in ((np.asarray(first, dtype=float), 1.0), (np.asarray(second, dtype=float), -1.0)):
+        differences += sign * data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+    low, high = np.percentile(differences, [2.5, 97.5])
+    return float(np.mean(first) - np.mean(second)), float(low), float(high)
+
+
 def paired_lift(
     before: Mapping[str, float], after: Mapping[str, float], resamples: int = RESAMPLES, seed: int = 0
 ) -> tuple[float, float, float]:

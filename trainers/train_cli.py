@@ -72,7 +72,7 @@ def train(
         overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
     config, out, state = _configured_run(preset, overrides, out, resume, check_empty=ranks.leader)
     source = _policy_source(config)
-    update = _update_settings(config)
+    update = update_settings(config)
     if update.rows_per_update % (update.rows_per_pass * ranks.world):
         raise typer.BadParameter(
             f"update.rows_per_update ({update.rows_per_update}) must split evenly over {ranks.world} processes of "
@@ -185,9 +185,7 @@ async def _run(
     # The embedded server samples from the model's own distribution and reports what it sampled from;
     # vLLM does both by default (started with --logprobs-mode processed_logprobs).
     sampling = dict(EXACT_SAMPLING) if server is not None else {}
-    agent = EpisodeSettings(mode=config.agent.mode, model=name, max_turns=config.agent.max_turns,
-                            max_tokens_per_turn=config.agent.max_tokens_per_turn, call_schema=config.agent.call_schema,
-                            temperature=config.agent.temperature, tokenizer=tokenizer, extra_body=sampling)  # fmt: skip
+    agent = agent_settings(config, name, tokenizer, sampling)
     designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=name, max_turns=1,
                                max_tokens_per_turn=config.designer.max_tokens, extra_body=sampling,
                                temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
@@ -230,6 +228,14 @@ async def _run(
         learner.close()
 
 
+def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: dict[str, object]) -> EpisodeSettings:
+    """How the agent plays in this run (training plays and held-out evaluations alike)."""
+    knobs = config.agent
+    return EpisodeSettings(mode=knobs.mode, model=model, max_turns=knobs.max_turns,
+                           max_tokens_per_turn=knobs.max_tokens_per_turn, call_schema=knobs.call_schema,
+                           temperature=knobs.temperature, tokenizer=tokenizer, extra_body=sampling)  # fmt: skip
+
+
 def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSettings, ranks: Ranks,
             checkpoint: Path | None) -> None:  # fmt: skip
     """A training process after the first: the same trainer, fed the rows the first one broadcasts."""
@@ -244,10 +250,12 @@ def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSe
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
 
-def _update_settings(config: TrainConfig) -> UpdateSettings:
+def update_settings(config: TrainConfig) -> UpdateSettings:
+    """The update's knobs as the trainer takes them; it scores rows at the agent's sampling temperature."""
     knobs = config.update
     return UpdateSettings(rows_per_update=knobs.rows_per_update, rows_per_pass=knobs.rows_per_pass,
                           learning_rate=knobs.learning_rate, beta=knobs.beta, epsilon=knobs.epsilon,
+                          steps_per_batch=knobs.steps_per_batch,
                           max_completion_length=knobs.max_completion_length,
                           importance_sampling=knobs.importance_sampling,
                           importance_sampling_cap=knobs.importance_sampling_cap,

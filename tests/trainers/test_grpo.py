@@ -89,6 +89,32 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tm
     assert not torch.equal(sync.pushed[0], initial) and not torch.equal(sync.pushed[1], sync.pushed[0])
 
 
+def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_last(tmp_path: Path) -> None:
+    model, tokenizer = load_policy(default_gguf())
+    prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
+    rows = []
+    for text, reward in [("A<|im_end|>", 1.0), ("B<|im_end|>", 0.0)] * 2:
+        ids = tokenizer.encode(text)
+        rows.append(TrainingRow(role="agent", group="task", prompt_ids=prompt, completion_ids=ids,
+                                logprobs=[0.0] * len(ids), env_mask=[1] * len(ids), reward=reward))  # fmt: skip
+    good, bad = tokenizer.encode("A<|im_end|>"), tokenizer.encode("B<|im_end|>")
+    before = sequence_logprob(model, prompt, good) - sequence_logprob(model, prompt, bad)
+    feed, sync = RowFeed(wait_seconds=60), RecordingSync()
+    settings = UpdateSettings(rows_per_update=4, learning_rate=1e-3, steps_per_batch=2, gradient_checkpointing=False)
+    trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 2)
+    learner = Learner(trainer, feed, sync, rows_per_update=4)
+    first = learner.update(with_advantages(rows, scale="group"), checkpoint=True)
+    assert trainer.state.global_step == 2 and feed.batches == 1, "one batch of rows, two optimiser steps on it"
+    assert first is not None and first.name == "checkpoint-2", "the checkpoint waits for the batch's last step"
+    learner.update(with_advantages(rows, scale="group"))
+    learner.close()
+    assert trainer.state.global_step == 4 and feed.batches == 2 and len(sync.pushed) == 2
+    after = sequence_logprob(trainer.model, prompt, good) - sequence_logprob(trainer.model, prompt, bad)
+    assert after > before + 1.0
+    clipped = [entry for entry in trainer.state.log_history if any(key.startswith("clip_ratio") for key in entry)]
+    assert len(clipped) == 4, "every step reports how much the clip cut"
+
+
 def test_fit_batch_takes_whole_groups_with_signal_and_pads_with_empty_rows() -> None:
     import random
 

@@ -37,3 +37,13 @@ def test_only_tasks_measured_twice_count_and_none_is_an_error() -> None:
         paired_lift({"a": 0.0}, {"b": 1.0})
     with pytest.raises(ValueError, match="no values"):
         bootstrap_mean([])
+
+
+def test_the_difference_of_two_samples_on_a_hand_computed_case() -> None:
+    from trainers.stats import bootstrap_difference
+
+    assert bootstrap_difference([3.0, 3.0], [1.0, 1.0, 1.0]) == (2.0, 2.0, 2.0), "no spread: no interval"
+    difference, low, high = bootstrap_difference([0.0, 1.0], [0.0])
+    assert difference == 0.5 and low == 0.0 and high == 1.0  # means of resampled pairs: 0, 0.5 or 1
+    with pytest.raises(ValueError, match="both samples"):
+        bootstrap_difference([], [1.0])

@@ -1,0 +1,353 @@
+"""A hyperparameter sweep for the main job's GRPO update, on plays the embedded model really made.
+
+A full `just train-tools` takes 40+ minutes, so it cannot be run once per setting. The sweep separates what
+the settings change from what they do not:
+
+1. `collect` (once, ~20 min): the preset's agent (SmolLM2-135M on the embedded server, grammar-constrained
+   calls, the `reference-lite` suite) plays *training* tasks, `--plays` times each, and *validation* tasks,
+   `--validation-plays` times each. Both are drawn from training seeds, never from the held-out suite the
+   main job's lift is measured on: choosing the preset on its numbers would tune on the test set.
+2. `sweep` (minutes per setting): for each setting, a fresh float policy takes the same `--updates` GRPO
+   updates through the real path (`with_advantages`, `fit_batch`, TRL's `GRPOTrainer` via `Learner`) on
+   the same groups of the training plays, then scores every validation play under the new and the old
+   weights. Settings are compared on the same samples (common random numbers):
+
+   - `snis`: the self-normalised importance-sampling estimate of the new policy's validation success,
+     sum(w * success) / sum(w) with w = p_new(play) / p_old(play) over the agent's sampled tokens (tool
+     results and the environment are the same under both policies); `ess` is its effective sample size;
+   - `gap`: the mean log-ratio of successful plays minus that of failed ones (nats per play): how far the
+     update moved probability toward what succeeds, with a 95% bootstrap CI over plays;
+   - `kl`: mean of (w - 1 - log w), an estimate of KL(old || new) per play: how far the policy moved.
+
+   Group size is swept at equal sampling cost: a task's `--plays` plays form one group of 8, or two of 4.
+   The zero-spread share of groups (no learning signal) is reported for each group size from the same plays.
+
+What it does not show: a proxy is not a measured success rate. The ratios ignore the grammar's
+renormalisation (the same approximation the loss makes), and a setting that moves the policy far (large
+`kl`, small `ess`) is estimated poorly. The main job's own held-out run is the measurement; the sweep
+chooses which setting that run uses.
+
+    python benchmarks/grpo_sweep.py collect --out runs/sweep           # or: just sweep
+    python benchmarks/grpo_sweep.py sweep --data runs/sweep
+
+Both steps resume: `collect` plays only what its directory lacks, `sweep` runs only the settings its
+results file (`sweep-<updates>-updates.jsonl`) does not hold yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from rich.console import Console
+from rich.table import Table
+
+from engine.endpoints import EndpointPool
+from engine.episode import shared_opening
+from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
+from engine.local_models import resolve_gguf
+from engine.rollout import run_rollout
+from engine.store import TrajectoryStore, read_records
+from engine.trajectory import EpisodeRecord
+from toolworlds.registry import builtin_worlds
+from trainers.config import TrainConfig, load_config
+from trainers.rows import TrainingRow, agent_rows, with_advantages
+from trainers.stats import bootstrap_difference
+from trainers.suite import SUITES, SuitePlan, check_not_held_out
+from trainers.train_cli import agent_settings
+
+log = structlog.get_logger()
+PRESET = "cpu-tiny"
+SPLITS = ("train", "validation")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One point of the sweep: the preset's update with these knobs changed."""
+
+    name: str
+    learning_rate: float = 5e-5
+    beta: float = 0.0
+    epsilon: float = 0.2
+    steps_per_batch: int = 1
+    group_size: int = 4
+
+
+# Chosen before any result was seen: the preset's point, then one knob moved at a time.
+SETTINGS = (
+    Setting("preset"),
+    Setting("lr 1e-5", learning_rate=1e-5),
+    Setting("lr 2e-4", learning_rate=2e-4),
+    Setting("kl 0.04", beta=0.04),
+    Setting("2 steps/batch", steps_per_batch=2),
+    Setting("group of 8", group_size=8),
+)
+
+
+# ----------------------------------------------------------------------------------------------- collect
+
+
+def task_seeds(config: TrainConfig, plan: dict[str, int]) -> dict[str, dict[str, list[int]]]:
+    """Training and validation seeds per world: distinct training-range seeds of the preset's suite."""
+    suite = SUITES[config.agent.suite]
+    seeds: dict[str, dict[str, list[int]]] = {split: {} for split in SPLITS}
+    for world in sorted(builtin_worlds()):
+        rng = random.Random(f"sweep/{world}")
+        chosen: list[int] = []
+        while len(chosen) < plan["train"] + plan["validation"]:
+            seed = suite.training_seed(world, rng)
+            if seed not in chosen:
+                chosen.append(seed)
+        seeds["train"][world] = chosen[: plan["train"]]
+        seeds["validation"][world] = chosen[plan["train"] :]
+    return seeds
+
+
+async def _collect(config: TrainConfig, out: Path, server: EmbeddedServer, plays: dict[str, int],
+                   seeds: dict[str, dict[str, list[int]]]) -> None:  # fmt: skip
+    suite = SUITES[config.agent.suite]
+    agent = agent_settings(config, config.policy.served_name, str(server.settings.model), dict(EXACT_SAMPLING))
+    async with EndpointPool.open([server.base_url]) as pool:
+        for split in SPLITS:
+            for world, world_seeds in seeds[split].items():
+                started = time.perf_counter()
+                env = suite.environments(world)()
+                try:
+                    opening = shared_opening(env, agent)
+                finally:
+                    await env.close()
+                await anyio.to_thread.run_sync(server.share_prefix, opening)
+                plan = SuitePlan(run=f"sweep-{split}", suite=suite.label, world=world, seeds=world_seeds,
+                                 samples=plays[split], settings=agent)  # fmt: skip
+                with TrajectoryStore.open(out / split / world, plan) as store:
+                    stats = await run_rollout(plan, store, pool, suite.environments(world), config.policy.parallel)
+                log.info("collected", split=split, world=world, episodes=stats.done,
+                         mean_reward=stats.mean_reward, seconds=round(time.perf_counter() - started))  # fmt: skip
+
+
+def collect(args: argparse.Namespace) -> None:
+    config = load_config(PRESET, args.set)
+    tasks = {"train": args.tasks, "validation": args.validation_tasks}
+    plays = {"train": args.plays, "validation": args.validation_plays}
+    seeds = task_seeds(config, tasks)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "collect.json").write_text(json.dumps({"preset": PRESET, "overrides": args.set, "plays": plays,
+                                                       "seeds": seeds}, indent=2))  # fmt: skip
+    gguf = resolve_gguf(config.policy.model)
+    with (
+        tempfile.TemporaryDirectory(prefix="spadework-slots-") as slots,
+        EmbeddedServer(ServerSettings(model=gguf, parallel=config.policy.parallel, slot_dir=Path(slots))) as server,
+    ):
+        anyio.run(_collect, config, args.out, server, plays, seeds)
+
+
+def read_split(data: Path, split: str) -> list[EpisodeRecord]:
+    """Every play of one split, in a fixed order (world, seed, sample)."""
+    records = [record for world in sorted((data / split).iterdir()) for record in read_records(world)]
+    for record in records:
+        check_not_held_out(record.key.world, record.key.seed)
+    return sorted(records, key=lambda r: (r.key.world, r.key.seed, r.key.sample))
+
+
+# ----------------------------------------------------------------------------------------------- sweep
+
+
+def trainable(records: list[EpisodeRecord]) -> list[tuple[TrainingRow, EpisodeRecord]]:
+    """Each play the trainer can use (a scored, token-exact play), with its row."""
+    pairs = []
+    for record in records:
+        rows, _ = agent_rows([record])
+        pairs += [(row, record) for row in rows]
+    return pairs
+
+
+def grouped(records: list[EpisodeRecord], size: int) -> list[TrainingRow]:
+    """The training rows with each task's plays split into groups of `size` (in sample order)."""
+    return [
+        row.model_copy(update={"group": f"{row.group}/{record.key.sample // size}"})
+        for row, record in trainable(records)
+    ]
+
+
+def zero_spread_share(rows: list[TrainingRow]) -> tuple[int, int]:
+    """(groups whose rewards are all equal, groups)."""
+    rewards: dict[str, set[float]] = {}
+    for row in rows:
+        rewards.setdefault(row.group, set()).add(row.reward)
+    return sum(len(seen) == 1 for seen in rewards.values()), len(rewards)
+
+
+def update_batches(rows: list[TrainingRow], rows_per_update: int, updates: int) -> list[list[TrainingRow]]:
+    """`updates` batches of whole groups with a learning signal, each exactly `rows_per_update` rows, the
+    groups in a fixed shuffled order (the same for every setting of one group size)."""
+    groups: dict[str, list[TrainingRow]] = {}
+    for row in rows:
+        groups.setdefault(row.group, []).append(row)
+    signal = [name for name, members in groups.items() if len({row.reward for row in members}) > 1]
+    random.Random("sweep/batches").shuffle(signal)
+    per_batch = rows_per_update // len(groups[signal[0]]) if signal else 0
+    if per_batch == 0 or len(signal) < per_batch * updates:
+        raise SystemExit(f"the training plays have {len(signal)} groups with a learning signal; {updates} updates "
+                         f"of {rows_per_update} rows need {per_batch * updates}: collect more tasks")  # fmt: skip
+    return [
+        [row for name in signal[index * per_batch : (index + 1) * per_batch] for row in groups[name]]
+        for index in range(updates)
+    ]
+
+
+def sequence_logprobs(model: Any, rows: list[TrainingRow], temperature: float) -> list[float]:
+    """Per row, the summed log-probability of its sampled tokens (env_mask 1) at `temperature`."""
+    import torch
+
+    model.eval()
+    totals: list[float] = []
+    with torch.no_grad():
+        for row in rows:
+            ids = torch.tensor([row.prompt_ids + row.completion_ids])
+            logits = model(ids).logits[0, len(row.prompt_ids) - 1 : -1].float() / temperature
+            chosen = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(row.prompt_ids) :, None])[:, 0]
+            mask = torch.tensor(row.env_mask, dtype=torch.bool)
+            totals.append(float(chosen[mask].sum()))
+    return totals
+
+
+@dataclass
+class Outcome:
+    """What one setting did to the validation plays."""
+
+    setting: str
+    snis: float
+    ess: float
+    gap: float
+    gap_ci95: tuple[float, float]
+    kl: float
+    train_seconds: float
+    trained_tokens: int
+
+
+def judge(name: str, new: list[float], old: list[float], success: list[float], seconds: float,
+          tokens: int) -> Outcome:  # fmt: skip
+    """The proxy measures of one setting from the validation plays' log-probabilities."""
+    log_ratio = [a - b for a, b in zip(new, old, strict=True)]
+    top = max(log_ratio)
+    weights = [math.exp(r - top) for r in log_ratio]  # scaled: both estimates are ratios of sums
+    snis = sum(w * s for w, s in zip(weights, success, strict=True)) / sum(weights)
+    ess = sum(weights) ** 2 / sum(w * w for w in weights)
+    won = [r for r, s in zip(log_ratio, success, strict=True) if s >= 1.0]
+    lost = [r for r, s in zip(log_ratio, success, strict=True) if s < 1.0]
+    gap, low, high = bootstrap_difference(won, lost) if won and lost else (math.nan, math.nan, math.nan)
+    kl = statistics.fmean(math.exp(r) - 1 - r for r in log_ratio)
+    return Outcome(name, snis, ess, gap, (low, high), kl, seconds, tokens)
+
+
+def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord], validation: list[TrainingRow],
+                old: list[float], success: list[float], updates: int, work: Path) -> Outcome:  # fmt: skip
+    """A fresh policy, `updates` real GRPO updates with `setting`, then the validation measures."""
+    from trainers.checkpoint import load_policy
+    from trainers.grpo import Learner, RowFeed, grpo_trainer
+    from trainers.train_cli import update_settings
+
+    changed = {
+        "learning_rate": setting.learning_rate,
+        "beta": setting.beta,
+        "epsilon": setting.epsilon,
+        "steps_per_batch": setting.steps_per_batch,
+    }
+    knobs = config.update.model_copy(update=changed)
+    settings = update_settings(config.model_copy(update={"update": knobs}))
+    batches = update_batches(grouped(train, setting.group_size), settings.rows_per_update, updates)
+    model, tokenizer = load_policy(resolve_gguf(config.policy.model), None, None)
+    feed = RowFeed()
+    trainer = grpo_trainer(model, tokenizer, feed, settings, work / setting.name.replace(" ", "-"), updates)
+    learner = Learner(trainer, feed, None, settings.rows_per_update, config.run.seed)
+    started, tokens = time.perf_counter(), 0
+    try:
+        for batch in batches:
+            learner.update(with_advantages(batch, scale=config.update.scale))
+            tokens += learner.trained_tokens
+    finally:
+        learner.close()
+    seconds = time.perf_counter() - started
+    new = sequence_logprobs(trainer.model, validation, config.agent.temperature)
+    return judge(setting.name, new, old, success, seconds, tokens)
+
+
+def sweep(args: argparse.Namespace) -> None:
+    from trainers.checkpoint import load_policy
+
+    stated = json.loads((args.data / "collect.json").read_text())
+    config = load_config(PRESET, stated["overrides"] + args.set)
+    train, held = read_split(args.data, "train"), read_split(args.data, "validation")
+    pairs = trainable(held)
+    validation = [row for row, _ in pairs]
+    success = [1.0 if (record.reward or 0.0) >= 1.0 else 0.0 for _, record in pairs]
+    console = Console()
+    spread = Table("group size", "groups", "zero spread", "share", title="learning signal in the training plays")
+    for size in (2, 4, 8):
+        if size <= stated["plays"]["train"]:
+            zero, groups = zero_spread_share(grouped(train, size))
+            spread.add_row(str(size), str(groups), str(zero), f"{zero / groups:.0%}")
+    console.print(spread)
+    base, _ = load_policy(resolve_gguf(config.policy.model), None, None)
+    old = sequence_logprobs(base, validation, config.agent.temperature)
+    del base
+    log.info("validation plays", plays=len(validation), successes=int(sum(success)))
+    results = args.data / f"sweep-{args.updates}-updates.jsonl"
+    done = {json.loads(line)["setting"] for line in results.read_text().splitlines()} if results.exists() else set()
+    chosen = [s for s in SETTINGS if (not args.only or s.name in args.only) and s.name not in done]
+    with tempfile.TemporaryDirectory(prefix="spadework-sweep-") as work:
+        for setting in chosen:
+            outcome = run_setting(setting, config, train, validation, old, success, args.updates, Path(work))
+            with results.open("a") as file:
+                file.write(json.dumps({**asdict(setting), **asdict(outcome), "updates": args.updates}) + "\n")
+            log.info("setting done", **asdict(outcome))
+    console.print(results_table(results, statistics.fmean(success), len(success)))
+
+
+def results_table(results: Path, base_success: float, plays: int) -> Table:
+    table = Table("setting", "lr", "kl", "steps/batch", "group", "snis success", "ess", "gap [95% CI] (nats)",
+                  "kl(old||new)", "train s", "trained tok/s",
+                  title=f"GRPO settings on {plays} validation plays (base success {base_success:.1%})")  # fmt: skip
+    for line in results.read_text().splitlines():
+        row = json.loads(line)
+        low, high = row["gap_ci95"]
+        table.add_row(row["setting"], f"{row['learning_rate']:g}", f"{row['beta']:g}", str(row["steps_per_batch"]),
+                      str(row["group_size"]), f"{row['snis']:.1%}", f"{row['ess']:.1f}",
+                      f"{row['gap']:+.2f} [{low:+.2f}, {high:+.2f}]", f"{row['kl']:.3f}",
+                      f"{row['train_seconds']:.0f}", f"{row['trained_tokens'] / row['train_seconds']:.0f}")  # fmt: skip
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    gather = commands.add_parser("collect", help="play the training and validation tasks once")
+    gather.add_argument("--out", type=Path, required=True)
+    gather.add_argument("--tasks", type=int, default=8, help="training tasks per world")
+    gather.add_argument("--plays", type=int, default=8, help="plays of each training task")
+    gather.add_argument("--validation-tasks", type=int, default=20, help="validation tasks per world")
+    gather.add_argument("--validation-plays", type=int, default=2, help="plays of each validation task")
+    gather.add_argument("--set", action="append", default=[], help="a preset override, e.g. agent.temperature=1.0")
+    gather.set_defaults(run=collect)
+    measure = commands.add_parser("sweep", help="train each setting on the collected plays and compare")
+    measure.add_argument("--data", type=Path, required=True)
+    measure.add_argument("--updates", type=int, default=3, help="GRPO updates per setting")
+    measure.add_argument("--only", action="append", default=[], help="run only the setting with this name")
+    measure.add_argument("--set", action="append", default=[], help="a preset override for the update")
+    measure.set_defaults(run=sweep)
+    args = parser.parse_args()
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The GRPO sweep's pieces: which seeds it plays, which groups it trains on, and its proxy measures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks.grpo_sweep import judge, task_seeds, update_batches, zero_spread_share
+from trainers.config import load_config
+from trainers.rows import TrainingRow
+from trainers.suite import HELD_OUT_FIRST_SEED, SUITES
+
+
+def group(name: str, rewards: list[float]) -> list[TrainingRow]:
+    return [TrainingRow(role="agent", group=name, prompt_ids=[1], completion_ids=[2], logprobs=[0.0], env_mask=[1],
+                        reward=reward) for reward in rewards]  # fmt: skip
+
+
+def test_training_and_validation_tasks_are_distinct_training_seeds_of_the_suite() -> None:
+    config = load_config("cpu-tiny", [])
+    seeds = task_seeds(config, {"train": 3, "validation": 5})
+    assert seeds == task_seeds(config, {"train": 3, "validation": 5}), "the same tasks every time"
+    suite = SUITES[config.agent.suite]
+    for world, train in seeds["train"].items():
+        validation = seeds["validation"][world]
+        assert len(train) == 3 and len(validation) == 5 and not set(train) & set(validation)
+        assert all(seed < HELD_OUT_FIRST_SEED and suite.admits(world, seed) for seed in train + validation)
+
+
+def test_updates_take_only_groups_with_signal_and_say_when_there_are_too_few() -> None:
+    rows = group("a", [1, 0, 0, 0]) + group("flat", [0, 0, 0, 0]) + group("b", [1, 1, 0, 1]) + group("c", [0, 1, 0, 0])
+    assert zero_spread_share(rows) == (1, 4)
+    batches = update_batches(rows, rows_per_update=8, updates=1)
+    assert len(batches) == 1 and len(batches[0]) == 8
+    assert {row.group for row in batches[0]} < {"a", "b", "c"}
+    assert batches == update_batches(rows, rows_per_update=8, updates=1), "the same batches for every setting"
+    with pytest.raises(SystemExit, match="3 groups with a learning signal; 2 updates of 8 rows need 4"):
+        update_batches(rows, rows_per_update=8, updates=2)
+
+
+def test_the_proxy_measures_on_a_hand_computed_case() -> None:
+    old = [-10.0, -12.0, -9.0, -11.0]
+    success = [1.0, 1.0, 0.0, 0.0]
+    new = [old[0] + math.log(2), old[1] + math.log(2), old[2], old[3]]  # successes twice as likely
+    outcome = judge("x", new, old, success, seconds=1.0, tokens=10)
+    assert outcome.snis == pytest.approx(4 / 6)  # weights 2, 2, 1, 1
+    assert outcome.ess == pytest.approx(36 / 10)
+    assert outcome.gap == pytest.approx(math.log(2))
+    assert outcome.kl == pytest.approx((2 * (2 - 1 - math.log(2))) / 4)
+    unchanged = judge("same", old, old, success, seconds=1.0, tokens=10)
+    assert unchanged.snis == pytest.approx(0.5) and unchanged.ess == pytest.approx(4) and unchanged.kl == 0
