@@ -22,6 +22,10 @@ the settings change from what they do not:
    Group size is swept at equal sampling cost: a task's `--plays` plays form one group of 8, or two of 4.
    The zero-spread share of groups (no learning signal) is reported for each group size from the same plays.
 
+The rule that picks the preset's setting, fixed before the first sweep ran: the highest `snis` among
+settings whose `ess` is at least a quarter of the validation plays; the preset's own setting stays unless
+another beats its `snis` by more than 2 points.
+
 What it does not show: a proxy is not a measured success rate. The ratios ignore the grammar's
 renormalisation (the same approximation the loss makes), and a setting that moves the policy far (large
 `kl`, small `ess`) is estimated poorly. The main job's own held-out run is the measurement; the sweep
