@@ -102,18 +102,21 @@ SETTINGS = (
 
 
 def task_seeds(config: TrainConfig, plan: dict[str, int]) -> dict[str, dict[str, list[int]]]:
-    """Training and validation seeds per world: distinct training-range seeds of the preset's suite."""
+    """Training and validation seeds per world: training-range seeds of the preset's suite, each split from
+    its own stream (more training tasks keep the validation tasks, and the first training tasks, as they
+    were), no task in both."""
     suite = SUITES[config.agent.suite]
     seeds: dict[str, dict[str, list[int]]] = {split: {} for split in SPLITS}
     for world in sorted(builtin_worlds()):
-        rng = random.Random(f"sweep/{world}")
-        chosen: list[int] = []
-        while len(chosen) < plan["train"] + plan["validation"]:
-            seed = suite.training_seed(world, rng)
-            if seed not in chosen:
-                chosen.append(seed)
-        seeds["train"][world] = chosen[: plan["train"]]
-        seeds["validation"][world] = chosen[plan["train"] :]
+        for split in ("validation", "train"):
+            rng = random.Random(f"sweep/{split}/{world}")
+            taken = set(seeds["validation"].get(world, []))
+            chosen: list[int] = []
+            while len(chosen) < plan[split]:
+                seed = suite.training_seed(world, rng)
+                if seed not in chosen and seed not in taken:
+                    chosen.append(seed)
+            seeds[split][world] = chosen
     return seeds
 
 
@@ -131,12 +134,22 @@ async def _collect(config: TrainConfig, out: Path, server: EmbeddedServer, plays
                 finally:
                     await env.close()
                 await anyio.to_thread.run_sync(server.share_prefix, opening)
-                plan = SuitePlan(run=f"sweep-{split}", suite=suite.label, world=world, seeds=world_seeds,
-                                 samples=plays[split], settings=agent)  # fmt: skip
-                with TrajectoryStore.open(out / split / world, plan) as store:
-                    stats = await run_rollout(plan, store, pool, suite.environments(world), config.policy.parallel)
-                log.info("collected", split=split, world=world, episodes=stats.done,
-                         mean_reward=stats.mean_reward, seconds=round(time.perf_counter() - started))  # fmt: skip
+                # one store per task: a later collect with more tasks adds stores and keeps these
+                plans = [SuitePlan(run=f"sweep-{split}", suite=suite.label, world=world, seeds=[seed],
+                                   samples=plays[split], settings=agent) for seed in world_seeds]  # fmt: skip
+                slots = anyio.Semaphore(config.policy.parallel)  # one live episode per server slot, in all
+                async with anyio.create_task_group() as group:
+                    for plan in plans:
+                        group.start_soon(_play_task, plan, out / split / world / str(plan.seeds[0]), pool,
+                                         suite.environments(world), slots)  # fmt: skip
+                log.info("collected", split=split, world=world, tasks=len(plans),
+                         seconds=round(time.perf_counter() - started))  # fmt: skip
+
+
+async def _play_task(plan: SuitePlan, directory: Path, pool: EndpointPool, worlds: Any,
+                     slots: anyio.Semaphore) -> None:  # fmt: skip
+    with TrajectoryStore.open(directory, plan) as store:
+        await run_rollout(plan, store, pool, worlds, slots)
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -157,7 +170,7 @@ def collect(args: argparse.Namespace) -> None:
 
 def read_split(data: Path, split: str) -> list[EpisodeRecord]:
     """Every play of one split, in a fixed order (world, seed, sample)."""
-    records = [record for world in sorted((data / split).iterdir()) for record in read_records(world)]
+    records = [record for task in sorted((data / split).glob("*/*")) for record in read_records(task)]
     for record in records:
         check_not_held_out(record.key.world, record.key.seed)
     return sorted(records, key=lambda r: (r.key.world, r.key.seed, r.key.sample))

@@ -126,12 +126,13 @@ async def run_rollout(
     store: TrajectoryStore,
     pool: EndpointPool,
     environments: Callable[[], Environment],
-    concurrency: int,
+    concurrency: int | anyio.Semaphore,
     stats: RolloutStats | None = None,
 ) -> RolloutStats:
-    """Play every key of `plan` not yet in `store`, at most `concurrency` at a time."""
+    """Play every key of `plan` not yet in `store`, at most `concurrency` at a time (a semaphore: shared
+    with other rollouts, e.g. several stores filled at once from one server's slots)."""
     stats = stats or RolloutStats(planned=plan.size)
-    slots = anyio.Semaphore(concurrency)
+    slots = concurrency if isinstance(concurrency, anyio.Semaphore) else anyio.Semaphore(concurrency)
 
     async def one(key: EpisodeKey) -> None:
         try:

@@ -21,6 +21,9 @@ def test_training_and_validation_tasks_are_distinct_training_seeds_of_the_suite(
     config = load_config("cpu-tiny", [])
     seeds = task_seeds(config, {"train": 3, "validation": 5})
     assert seeds == task_seeds(config, {"train": 3, "validation": 5}), "the same tasks every time"
+    more = task_seeds(config, {"train": 6, "validation": 5})
+    assert more["validation"] == seeds["validation"], "more training tasks leave the validation tasks be"
+    assert all(more["train"][world][:3] == train for world, train in seeds["train"].items()), "and add to the rest"
     suite = SUITES[config.agent.suite]
     for world, train in seeds["train"].items():
         validation = seeds["validation"][world]

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from engine.endpoints import EndpointPool
+from engine.environments import LocalWorlds
 from engine.mock_server import render, token_ids
+from engine.rollout import RolloutPlan, run_rollout
+from engine.store import TrajectoryStore, read_records
+from engine.trajectory import EpisodeRecord
 from tests.engine.conftest import mock_model, play
 
 pytestmark = pytest.mark.anyio
@@ -126,3 +131,37 @@ async def test_episode_deadline_is_an_infra_error(tmp_path: Path) -> None:
         stats, records = await play(tmp_path, [url], tasks=2, episode_timeout_s=0.5)
     assert stats.statuses["infra_error"] == 2
     assert {record.cause for record in records} == {"episode_timeout"}
+
+
+def most_at_once(records: list[EpisodeRecord]) -> int:
+    """The most episodes that were live at the same moment."""
+    edges = sorted([(r.started_at, 1) for r in records] + [(r.started_at + r.duration_s, -1) for r in records])
+    live = peak = 0
+    for _, step in edges:
+        live += step
+        peak = max(peak, live)
+    return peak
+
+
+@pytest.mark.parametrize("shared", [True, False])
+async def test_rollouts_into_several_stores_can_share_one_limit(tmp_path: Path, shared: bool) -> None:
+    import anyio
+
+    with mock_model("--latency", "0.05") as url:
+        async with EndpointPool.open([url]) as pool:
+            limit = anyio.Semaphore(2)
+
+            async def fill(name: str) -> None:
+                plan = RolloutPlan(run=name, world="banking", tasks=4, samples=2)
+                with TrajectoryStore.open(tmp_path / name, plan) as store:
+                    await run_rollout(plan, store, pool, LocalWorlds("banking"), limit if shared else 2)
+
+            async with anyio.create_task_group() as group:
+                for name in ("a", "b"):
+                    group.start_soon(fill, name)
+    records = [record for name in ("a", "b") for record in read_records(tmp_path / name)]
+    assert len(records) == 16
+    if shared:
+        assert most_at_once(records) == 2, "one limit over both stores"
+    else:
+        assert most_at_once(records) > 2, "each store's own limit"
