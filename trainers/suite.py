@@ -56,7 +56,7 @@ class Suite:
         """Whether the task `world` draws for `seed` belongs to this suite."""
         if self.max_calls is None:
             return True
-        plan = _plan_tools(world, seed)
+        plan = plan_tools(world, seed)
         return len(plan) <= self.max_calls and set(plan) <= set(self.shown_tools(world))
 
     def shown_tools(self, world: str) -> tuple[str, ...]:
@@ -103,7 +103,7 @@ def check_not_held_out(world: str, seed: int) -> None:
 
 
 @lru_cache(maxsize=65536)
-def _plan_tools(world: str, seed: int) -> tuple[str, ...]:
+def plan_tools(world: str, seed: int) -> tuple[str, ...]:
     """The tools the reference plan of `world`'s task for `seed` calls, in order (repeats kept)."""
     instance: ToolWorld[Any] = load_world(world)()
     instance.reset(seed)
@@ -118,7 +118,7 @@ def _shown_tools(suite: Suite, world: str) -> tuple[str, ...]:
     every = tuple(spec.name for spec in load_world(world).tools())
     if suite.max_calls is None:
         return every
-    plans = (_plan_tools(world, seed) for seed in TOOL_SAMPLE_SEEDS)
+    plans = (plan_tools(world, seed) for seed in TOOL_SAMPLE_SEEDS)
     called = {name for plan in plans if len(plan) <= suite.max_calls for name in plan}
     return tuple(name for name in every if name in called)
 

@@ -53,3 +53,29 @@ def test_the_proxy_measures_on_a_hand_computed_case() -> None:
     assert outcome.kl == pytest.approx((2 * (2 - 1 - math.log(2))) / 4)
     unchanged = judge("same", old, old, success, seconds=1.0, tokens=10)
     assert unchanged.snis == pytest.approx(0.5) and unchanged.ess == pytest.approx(4) and unchanged.kl == 0
+
+
+def test_validation_logprobs_with_a_shared_opening_match_one_pass_per_row() -> None:
+    import torch
+
+    from benchmarks.grpo_sweep import sequence_logprobs
+    from engine.local_models import default_gguf
+    from trainers.checkpoint import load_policy
+
+    model, tokenizer = load_policy(default_gguf())
+    opening = tokenizer.encode("<|im_start|>system\nYou cancel orders with the tools.<|im_end|>\n<|im_start|>user\n")
+    rows = []
+    for ask, said in [("Cancel O-1.", 'cancel_order {"id": "O-1"}'), ("Cancel O-22 now.", "finish")]:
+        prompt = opening + tokenizer.encode(f"{ask}<|im_end|>\n<|im_start|>assistant\n")
+        reply, glue = tokenizer.encode(said + "<|im_end|>"), tokenizer.encode("\n<|im_start|>user\nok<|im_end|>")
+        rows.append(TrainingRow(role="agent", group="g", prompt_ids=prompt, completion_ids=reply + glue + reply + glue,
+                                logprobs=[0.0] * (2 * len(reply) + 2 * len(glue)),
+                                env_mask=([1] * len(reply) + [0] * len(glue)) * 2, reward=0.0))  # fmt: skip
+    shared = sequence_logprobs(model, rows, temperature=0.7)
+    for row, total in zip(rows, shared, strict=True):
+        ids = torch.tensor([row.prompt_ids + row.completion_ids])
+        with torch.no_grad():
+            logits = model(ids).logits[0, len(row.prompt_ids) - 1 : -1] / 0.7
+        chosen = logits.log_softmax(-1).gather(1, ids[0, len(row.prompt_ids) :, None])[:, 0]
+        expected = float(chosen[torch.tensor(row.env_mask, dtype=torch.bool)].sum())
+        assert total == pytest.approx(expected, abs=1e-3)
