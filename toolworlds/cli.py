@@ -24,6 +24,7 @@ from toolworlds.policies import make_policy
 from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
 from toolworlds.sandbox import WorldLoadError
 from toolworlds.sandboxed import describe, play_in_sandbox
+from toolworlds.spec import spec_schema
 
 toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
 console = Console()
@@ -40,7 +41,10 @@ class Transport(StrEnum):
 
 
 WorldName = Annotated[
-    str, typer.Argument(help="A world name, module:Class or file.py:Class (trusted), or file.py (sandboxed).")
+    str,
+    typer.Argument(
+        help="A world name, module:Class or file.py:Class (trusted), a spec file.json, or file.py (sandboxed)."
+    ),
 ]
 T = TypeVar("T")
 
@@ -251,6 +255,14 @@ def export(
     world = _sandboxed(name, describe) if is_model_written(name) else _world(name)
     written = export_world(world, out)
     console.print(f"wrote {len(written)} files under {out}")
+
+
+@toolworld_app.command("spec-schema")
+def spec_schema_command() -> None:
+    """Print the JSON Schema of toolworld spec files: a world as JSON, for authors that cannot write a class.
+
+    Any command that takes a world also takes a spec file, `path/to/world.json`."""
+    typer.echo(json.dumps(spec_schema(), indent=2))
 
 
 @toolworld_app.command()

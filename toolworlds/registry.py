@@ -1,4 +1,4 @@
-"""Find a toolworld class by name: built-ins, installed plugins, or `path/to/file.py:Class`."""
+"""Find a toolworld class by name: built-ins, installed plugins, `path/to/file.py:Class` or `path/to/spec.json`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from toolworlds.core import ToolWorld
+from toolworlds.spec import SpecError
+from toolworlds.spec_compile import compile_spec_file
 
 WorldClass = type[ToolWorld[Any]]
 PLUGIN_GROUP = "spadework.toolworlds"
@@ -36,10 +38,12 @@ def available_worlds() -> dict[str, WorldClass]:
 
 
 def load_world(spec: str) -> WorldClass:
-    """A registered name, `package.module:Class`, or `path/to/file.py:Class` for a world of your own."""
+    """A registered name, `package.module:Class`, `path/to/file.py:Class`, or a spec file `path/to/world.json`."""
     worlds = available_worlds()
     if spec in worlds:
         return worlds[spec]
+    if spec.endswith(".json"):
+        return _compiled(Path(spec))
     if ":" not in spec:
         known = ", ".join(sorted(worlds))
         raise UnknownWorldError(f"no toolworld named {spec!r}; known: {known} (or give module:Class)")
@@ -63,6 +67,16 @@ def world_in_file(path: Path) -> WorldClass:
     if len(found) != 1:
         raise UnknownWorldError(f"{path} defines {len(found)} ToolWorld subclasses; name one as {path}:Class")
     return found[0]
+
+
+def _compiled(path: Path) -> WorldClass:
+    """A spec file compiled in this process: trusted code reading data, so no sandbox is needed."""
+    if not path.is_file():
+        raise UnknownWorldError(f"no such file: {path}")
+    try:
+        return compile_spec_file(path)
+    except SpecError as error:
+        raise UnknownWorldError(f"{path} is not a valid toolworld spec: {error}") from error
 
 
 def _import_file(path: Path) -> Any:
