@@ -394,6 +394,64 @@ def results_table(results: Path, base_success: float, plays: int) -> Table:
     return table
 
 
+def simulate_task_choice(args: argparse.Namespace) -> None:
+    """How many groups with reward spread a run's task choice yields, simulated on the collected plays.
+
+    Each simulated run picks `agent.reference_tasks` tasks per iteration for `run.iterations` iterations,
+    by the preset's rule (`rotate` or `frontier`, the real `trainers.frontier.choose`); each task gives two
+    groups (plain and hinted), whose spread is drawn from the collected groups of 4 of its family. What it
+    assumes: the policy does not change during the run, and hinted groups spread like plain ones.
+    """
+    from trainers.frontier import Family, Tally, choose, family_of
+    from trainers.suite import TOOL_SAMPLE_SEEDS
+
+    config = load_config(PRESET, json.loads((args.data / "collect.json").read_text())["overrides"])
+    suite = SUITES[config.agent.suite]
+    observed: dict[Family, list[bool]] = {}
+    rewards: dict[tuple[str, str], set[float]] = {}
+    for row, record in trainable(read_split(args.data, "train")):
+        group = f"{row.group}/{record.key.sample // 4}"
+        rewards.setdefault((record.key.world, group), set()).add(row.reward)
+        observed.setdefault(family_of(record.key.world, record.key.seed), [])
+    for (world, group), seen in rewards.items():
+        seed = int(group.split("/")[2])
+        observed[family_of(world, seed)].append(len(seen) > 1)
+    names = sorted(builtin_worlds())
+    mix = {world: [family_of(world, seed) for seed in TOOL_SAMPLE_SEEDS if suite.admits(world, seed)]
+           for world in names}  # fmt: skip
+    families = sorted({family for world in names for family in mix[world]})
+    rng = random.Random("sweep/task-choice")
+    picks = config.agent.reference_tasks
+    yields: dict[str, list[int]] = {"rotate": [], "frontier": []}
+    for rule, counts in yields.items():
+        for _ in range(args.runs):
+            tallies: dict[Family, Tally] = {}
+            signal = 0
+            for index in range(config.run.iterations):
+                for task in range(picks):  # each pick knows the plays of the tasks before it
+                    if rule == "rotate":
+                        family = rng.choice(mix[names[(index * picks + task) % len(names)]])
+                    else:
+                        family = choose(families, tallies, rng)
+                    outcomes = observed.get(family) or [False]
+                    tally = tallies.setdefault(family, Tally())
+                    for _ in range(2):
+                        spread = rng.choice(outcomes)
+                        tally.groups += 1
+                        tally.spread += spread
+                        signal += spread
+            counts.append(signal)
+    groups = config.run.iterations * picks * 2
+    table = Table("task choice", "groups with spread per run", "95% of runs", "share",
+                  title=f"simulated task choice: {args.runs} runs of {groups} groups each")  # fmt: skip
+    for rule, counts in yields.items():
+        ordered = sorted(counts)
+        low, high = ordered[int(0.025 * len(ordered))], ordered[int(0.975 * len(ordered)) - 1]
+        mean = statistics.fmean(counts)
+        table.add_row(rule, f"{mean:.1f}", f"{low} - {high}", f"{mean / groups:.0%}")
+    Console().print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -411,6 +469,10 @@ def main() -> None:
     measure.add_argument("--only", action="append", default=[], help="run only the setting with this name")
     measure.add_argument("--set", action="append", default=[], help="a preset override for the update")
     measure.set_defaults(run=sweep)
+    simulate = commands.add_parser("task-choice", help="simulate rotate vs frontier task choice on the plays")
+    simulate.add_argument("--data", type=Path, required=True)
+    simulate.add_argument("--runs", type=int, default=2000)
+    simulate.set_defaults(run=simulate_task_choice)
     args = parser.parse_args()
     args.run(args)
 

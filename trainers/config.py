@@ -79,6 +79,11 @@ class AgentConfig(_Section):
         False, description="tokens mode: sample every reply as one call under the offered tools' JSON schema."
     )
     suite: SuiteName = Field("reference", description="The task suite reference plays draw training tasks from.")
+    task_choice: Literal["rotate", "frontier"] = Field(
+        "rotate",
+        description="rotate: one world after another, a random task of it; frontier: the task families whose "
+        "plays have differed most (trainers/frontier.py).",
+    )
     max_turns: int = Field(4, ge=1)
     max_tokens_per_turn: int = Field(128, ge=8)
     temperature: float = Field(
@@ -177,7 +182,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # suite (short tasks, compact tools), every reply sampled as one call under the tools' JSON schema.
     "cpu-tiny": {
         "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
-                  "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
+                  "task_choice": "frontier", "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64,
+                  "temperature": 0.7},
         "designer": {"temperature": 0.7},
         "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
                    "importance_sampling": "off"},

@@ -38,6 +38,7 @@ from toolworlds.sandbox import WorldLoadError
 from trainers import journal
 from trainers.config import TrainConfig
 from trainers.designer.loop import DesignRun, IterationResult, run_iteration
+from trainers.frontier import FrontierTasks, tally_groups
 from trainers.grpo import Learner
 from trainers.memory import PeakMemory, current_by_process
 from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages
@@ -233,14 +234,30 @@ class SelfPlay:
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
         suite = SUITES[self.config.agent.suite]
         names = sorted(builtin_worlds())
+        frontier = FrontierTasks(suite, names, {}) if self.config.agent.task_choice == "frontier" else None
+        before = self._reference_records(before=index) if frontier else []
         records: list[EpisodeRecord] = []
         for task in range(tasks):
-            world = names[(index * tasks + task) % len(names)]
-            seed = suite.training_seed(world, rng)
+            if frontier is not None:
+                frontier.tallies = tally_groups(before + records)  # each pick knows the tasks played before it
+                world, seed = frontier.pick(rng)
+            else:
+                world = names[(index * tasks + task) % len(names)]
+                seed = suite.training_seed(world, rng)
             directory = self.out / "reference" / f"{index}-{task}-{world}"
             records += await self._play(world, seed, self.config.agent.plays, directory,
                                         worlds=suite.environments(world))  # fmt: skip
         return records
+
+    def _reference_records(self, before: int) -> list[EpisodeRecord]:
+        """The reference plays of iterations before `before`, read back from the run directory."""
+        parent = self.out / "reference"
+        found = (
+            sorted(path for path in parent.iterdir() if int(path.name.split("-")[0]) < before)
+            if parent.is_dir()
+            else []
+        )
+        return [record for path in found for record in read_records(path)]
 
     async def archive_plays(self, index: int) -> list[EpisodeRecord]:
         """`agent.archive_tasks` frontier worlds from the memory (least reused first), K plays each way, in

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import time
@@ -23,9 +24,13 @@ import torch
 from safetensors.torch import load_file
 
 from engine.local_models import default_gguf
+from engine.store import read_records
 from tests.engine.conftest import mock_model
 from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_WORLD
+from toolworlds.registry import builtin_worlds
+from trainers.frontier import FrontierTasks, tally_groups
+from trainers.suite import SUITES
 
 TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
@@ -92,7 +97,15 @@ def test_a_killed_run_resumes_from_its_checkpoint(resumed_run: tuple[Path, subpr
         assert report["valid_worlds"] == 2 and report["seconds"]["update"] > 0 and report["sampled_tokens"] > 0
     held = lines(out / "eval.jsonl")[0]
     assert set(held["success_plain"]) == {"banking", "orders", "ticketing"}
-    assert sorted(p.name for p in (out / "reference").iterdir()) == ["0-0-banking", "1-0-orders"]
+    # the resumed iteration picked the task the unbroken run would have: the frontier's choice from the plays
+    # of iteration 0, which the kill left in place
+    played = sorted(p.name for p in (out / "reference").iterdir())
+    assert [name.split("-")[0] for name in played] == ["0", "1"]
+    frontier = FrontierTasks(SUITES["reference-lite"], sorted(builtin_worlds()),
+                             tally_groups(read_records(out / "reference" / played[0])))  # fmt: skip
+    world, seed = frontier.pick(random.Random("0/reference/1"))
+    assert played[1] == f"1-0-{world}"
+    assert json.loads((out / "reference" / played[1] / "run.json").read_text())["first_seed"] == seed
 
     # the optimiser continued: two updates in all, the second from the first's checkpoint
     state = json.loads((out / "checkpoints" / "state.json").read_text())
