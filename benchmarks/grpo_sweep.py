@@ -90,10 +90,10 @@ class Setting:
 # Chosen before any result was seen: the preset's point, then one knob moved at a time.
 SETTINGS = (  # the costliest (two optimiser steps per batch) last
     Setting("preset"),
-    Setting("lr 2e-4", learning_rate=2e-4),
     Setting("lr 1e-5", learning_rate=1e-5),
     Setting("group of 8", group_size=8),
     Setting("kl 0.04", beta=0.04),
+    Setting("lr 2e-4", learning_rate=2e-4),
     Setting("2 steps/batch", steps_per_batch=2),
 )
 
@@ -280,14 +280,19 @@ class Outcome:
     ess: float
     gap: float
     gap_ci95: tuple[float, float]
-    kl: float
+    auc: float  # P(a successful play's log-ratio > a failed one's), ties half: 0.5 is no preference
+    kl: float  # mean of -log w: an estimate of KL(old || new) per play (the plays are the old policy's)
+    won_per_token: float  # mean log-ratio per sampled token, successful plays
+    lost_per_token: float  # and failed ones
+    log_ratios: list[float]  # per validation play, in order: what every other measure is computed from
     train_seconds: float
     trained_tokens: int
 
 
-def judge(name: str, new: list[float], old: list[float], success: list[float], seconds: float,
+def judge(name: str, new: list[float], old: list[float], success: list[float], sampled: list[int], seconds: float,
           tokens: int) -> Outcome:  # fmt: skip
-    """The proxy measures of one setting from the validation plays' log-probabilities."""
+    """The proxy measures of one setting from the validation plays' log-probabilities (`sampled`: each
+    play's count of sampled tokens)."""
     log_ratio = [a - b for a, b in zip(new, old, strict=True)]
     top = max(log_ratio)
     weights = [math.exp(r - top) for r in log_ratio]  # scaled: both estimates are ratios of sums
@@ -296,8 +301,19 @@ def judge(name: str, new: list[float], old: list[float], success: list[float], s
     won = [r for r, s in zip(log_ratio, success, strict=True) if s >= 1.0]
     lost = [r for r, s in zip(log_ratio, success, strict=True) if s < 1.0]
     gap, low, high = bootstrap_difference(won, lost) if won and lost else (math.nan, math.nan, math.nan)
-    kl = statistics.fmean(math.exp(r) - 1 - r for r in log_ratio)
-    return Outcome(name, snis, ess, gap, (low, high), kl, seconds, tokens)
+    pairs = [(a > b) + 0.5 * (a == b) for a in won for b in lost]
+    auc = statistics.fmean(pairs) if pairs else math.nan
+    kl = -statistics.fmean(log_ratio)
+    per_token = [r / max(n, 1) for r, n in zip(log_ratio, sampled, strict=True)]
+    won_per_token = _mean_where(per_token, success, True)
+    lost_per_token = _mean_where(per_token, success, False)
+    return Outcome(name, snis, ess, gap, (low, high), auc, kl, won_per_token, lost_per_token, log_ratio, seconds,
+                   tokens)  # fmt: skip
+
+
+def _mean_where(values: list[float], success: list[float], solved: bool) -> float:
+    chosen = [value for value, s in zip(values, success, strict=True) if (s >= 1.0) == solved]
+    return statistics.fmean(chosen) if chosen else math.nan
 
 
 def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord], validation: list[TrainingRow],
@@ -329,7 +345,8 @@ def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord
         learner.close()
     seconds = time.perf_counter() - started
     new = sequence_logprobs(trainer.model, validation, config.agent.temperature)
-    return judge(setting.name, new, old, success, seconds, tokens)
+    sampled = [sum(row.env_mask) for row in validation]
+    return judge(setting.name, new, old, success, sampled, seconds, tokens)
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -354,7 +371,8 @@ def sweep(args: argparse.Namespace) -> None:
     del base
     log.info("validation plays", plays=len(validation), successes=int(sum(success)))
     results = args.data / f"sweep-{args.updates}-updates.jsonl"
-    done = {json.loads(line)["setting"] for line in results.read_text().splitlines()} if results.exists() else set()
+    lines = results.read_text().splitlines() if results.exists() else []
+    done = {row["setting"] for row in map(json.loads, lines) if "auc" in row}
     chosen = [s for s in SETTINGS if (not args.only or s.name in args.only) and s.name not in done]
     with tempfile.TemporaryDirectory(prefix="spadework-sweep-") as work:
         for setting in chosen:
@@ -381,15 +399,18 @@ def family_table(records: list[EpisodeRecord]) -> Table:
 
 
 def results_table(results: Path, base_success: float, plays: int) -> Table:
-    table = Table("setting", "lr", "kl", "steps/batch", "group", "snis success", "ess", "gap [95% CI] (nats)",
-                  "kl(old||new)", "train s", "trained tok/s",
+    table = Table("setting", "lr", "beta", "steps/batch", "group", "snis (ess)", "gap [95% CI], nats", "auc",
+                  "per token: solved / failed", "kl(old||new)", "train s", "trained tok/s",
                   title=f"GRPO settings on {plays} validation plays (base success {base_success:.1%})")  # fmt: skip
     for line in results.read_text().splitlines():
         row = json.loads(line)
+        if "auc" not in row:  # written before the rank measures existed: run that setting again
+            continue
         low, high = row["gap_ci95"]
         table.add_row(row["setting"], f"{row['learning_rate']:g}", f"{row['beta']:g}", str(row["steps_per_batch"]),
-                      str(row["group_size"]), f"{row['snis']:.1%}", f"{row['ess']:.1f}",
-                      f"{row['gap']:+.2f} [{low:+.2f}, {high:+.2f}]", f"{row['kl']:.3f}",
+                      str(row["group_size"]), f"{row['snis']:.1%} ({row['ess']:.1f})",
+                      f"{row['gap']:+.1f} [{low:+.1f}, {high:+.1f}]", f"{row['auc']:.2f}",
+                      f"{row['won_per_token']:+.3f} / {row['lost_per_token']:+.3f}", f"{row['kl']:.1f}",
                       f"{row['train_seconds']:.0f}", f"{row['trained_tokens'] / row['train_seconds']:.0f}")  # fmt: skip
     return table
 

@@ -258,6 +258,9 @@ def serve(
     slot_dir: Annotated[
         Path | None, typer.Option(help="Allow saving and restoring slots' KV caches here (/slots/N?action=...).")
     ] = None,
+    cache_ram: Annotated[
+        int, typer.Option(min=0, help="MiB of host memory for prompts evicted from the slots (0: none).")
+    ] = ServerSettings.cache_ram_mib,
 ) -> None:
     """Serve a local GGUF model over an OpenAI-compatible API (llama.cpp), until SIGTERM or Ctrl-C."""
     try:
@@ -270,6 +273,7 @@ def serve(
             threads=threads or default_threads(),
             chat_template=None if own_template else CHATML_WITH_TOOLS,
             slot_dir=slot_dir,
+            cache_ram_mib=cache_ram,
         )
         serve_forever(settings)
     except (ModelNotFoundError, ServerStartError) as error:

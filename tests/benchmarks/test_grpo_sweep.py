@@ -45,14 +45,17 @@ def test_updates_take_only_groups_with_signal_and_say_when_there_are_too_few() -
 def test_the_proxy_measures_on_a_hand_computed_case() -> None:
     old = [-10.0, -12.0, -9.0, -11.0]
     success = [1.0, 1.0, 0.0, 0.0]
-    new = [old[0] + math.log(2), old[1] + math.log(2), old[2], old[3]]  # successes twice as likely
-    outcome = judge("x", new, old, success, seconds=1.0, tokens=10)
-    assert outcome.snis == pytest.approx(4 / 6)  # weights 2, 2, 1, 1
-    assert outcome.ess == pytest.approx(36 / 10)
-    assert outcome.gap == pytest.approx(math.log(2))
-    assert outcome.kl == pytest.approx((2 * (2 - 1 - math.log(2))) / 4)
-    unchanged = judge("same", old, old, success, seconds=1.0, tokens=10)
+    new = [old[0] + math.log(2), old[1] + math.log(2), old[2], old[3] - 1.0]  # successes twice as likely
+    outcome = judge("x", new, old, success, sampled=[2, 2, 1, 4], seconds=1.0, tokens=10)
+    assert outcome.snis == pytest.approx(4 / (4 + 1 + math.exp(-1)))  # weights 2, 2, 1, 1/e
+    assert outcome.ess == pytest.approx((5 + math.exp(-1)) ** 2 / (9 + math.exp(-2)))
+    assert outcome.gap == pytest.approx(math.log(2) + 0.5)
+    assert outcome.auc == 1.0, "every solved play gained more than every failed one"
+    assert outcome.kl == pytest.approx(-(2 * math.log(2) - 1) / 4)
+    assert outcome.won_per_token == pytest.approx(math.log(2) / 2) and outcome.lost_per_token == pytest.approx(-0.125)
+    unchanged = judge("same", old, old, success, sampled=[1, 1, 1, 1], seconds=1.0, tokens=10)
     assert unchanged.snis == pytest.approx(0.5) and unchanged.ess == pytest.approx(4) and unchanged.kl == 0
+    assert unchanged.auc == 0.5, "no preference: all ties"
 
 
 def test_validation_logprobs_with_a_shared_opening_match_one_pass_per_row() -> None:

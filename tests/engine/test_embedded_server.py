@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import jsonschema
 import pytest
+import typer
 
 from engine.episode import FINISH_FUNCTION
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
@@ -288,3 +289,25 @@ def test_a_worlds_opening_is_computed_once_for_every_slot(tmp_path: Path) -> Non
             timings = list(pool.map(complete, openings))
     for opening, timing in zip(openings, timings, strict=True):
         assert timing["cache_n"] == len(prefix) and timing["prompt_n"] == len(opening) - len(prefix)
+
+
+def test_the_server_process_gets_the_settings_it_was_given(tmp_path: Path) -> None:
+    """What `EmbeddedServer` passes to `spadework serve` becomes the same llama.cpp parameters."""
+    from typer.testing import CliRunner
+
+    from engine import cli
+    from engine.llama_server import llama_params
+
+    settings = ServerSettings(model=default_gguf(), parallel=3, context=1024, threads=1, cache_ram_mib=64,
+                              slot_dir=tmp_path)  # fmt: skip
+    captured: list[ServerSettings] = []
+    app = typer.Typer()
+    app.command()(cli.serve)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli, "serve_forever", captured.append)
+        result = CliRunner().invoke(app, settings.arguments())
+    assert result.exit_code == 0, result.output
+    assert captured == [settings]
+    params = llama_params(captured[0])
+    assert (params.n_parallel, params.n_ctx, params.cache_ram_mib) == (3, 3 * 1024, 64)
+    assert params.slot_save_path == f"{tmp_path}/"
