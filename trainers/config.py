@@ -182,8 +182,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # suite (short tasks, compact tools), every reply sampled as one call under the tools' JSON schema.
     "cpu-tiny": {
         "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
-                  "task_choice": "frontier", "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64,
-                  "temperature": 0.7},
+                  "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
         "designer": {"temperature": 0.7},
         "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
                    "importance_sampling": "off"},

@@ -34,7 +34,7 @@ from trainers.suite import SUITES
 
 TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
-        "run.eval_tasks=2",
+        "run.eval_tasks=2", "agent.task_choice=frontier",
         "policy.lora_rank=4"]  # fmt: skip
 ADAPTER = "spadework-policy"
 ENV = {**os.environ, "COLUMNS": "200"}
