@@ -428,15 +428,12 @@ def simulate_task_choice(args: argparse.Namespace) -> None:
 
     config = load_config(PRESET, json.loads((args.data / "collect.json").read_text())["overrides"])
     suite = SUITES[config.agent.suite]
-    observed: dict[Family, list[bool]] = {}
-    rewards: dict[tuple[str, str], set[float]] = {}
+    rewards: dict[tuple[str, int, int], set[float]] = {}  # (world, seed, which 4 of its 8 plays)
     for row, record in trainable(read_split(args.data, "train")):
-        group = f"{row.group}/{record.key.sample // 4}"
-        rewards.setdefault((record.key.world, group), set()).add(row.reward)
-        observed.setdefault(family_of(record.key.world, record.key.seed), [])
-    for (world, group), seen in rewards.items():
-        seed = int(group.split("/")[2])
-        observed[family_of(world, seed)].append(len(seen) > 1)
+        rewards.setdefault((record.key.world, record.key.seed, record.key.sample // 4), set()).add(row.reward)
+    observed: dict[Family, list[bool]] = {}
+    for (world, seed, _), seen in rewards.items():
+        observed.setdefault(family_of(world, seed), []).append(len(seen) > 1)
     names = sorted(builtin_worlds())
     mix = {world: [family_of(world, seed) for seed in TOOL_SAMPLE_SEEDS if suite.admits(world, seed)]
            for world in names}  # fmt: skip
