@@ -65,7 +65,7 @@ from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
 from toolworlds.registry import builtin_worlds
 from trainers.config import TrainConfig, load_config
-from trainers.rows import TrainingRow, agent_rows, with_advantages
+from trainers.rows import TrainingRow, agent_rows, with_advantages, zero_spread_share
 from trainers.stats import bootstrap_difference
 from trainers.suite import SUITES, SuitePlan, check_not_held_out
 from trainers.train_cli import agent_settings
@@ -194,14 +194,6 @@ def grouped(records: list[EpisodeRecord], size: int) -> list[TrainingRow]:
         row.model_copy(update={"group": f"{row.group}/{record.key.sample // size}"})
         for row, record in trainable(records)
     ]
-
-
-def zero_spread_share(rows: list[TrainingRow]) -> tuple[int, int]:
-    """(groups whose rewards are all equal, groups)."""
-    rewards: dict[str, set[float]] = {}
-    for row in rows:
-        rewards.setdefault(row.group, set()).add(row.reward)
-    return sum(len(seen) == 1 for seen in rewards.values()), len(rewards)
 
 
 def update_batches(rows: list[TrainingRow], rows_per_update: int, updates: int) -> list[list[TrainingRow]]:

@@ -133,6 +133,14 @@ def with_advantages(rows: list[TrainingRow], scale: Scale = "role", epsilon: flo
     return [row.model_copy(update={"advantage": centred[i] / divisor[i]}) for i, row in enumerate(rows)]
 
 
+def zero_spread_share(rows: list[TrainingRow]) -> tuple[int, int]:
+    """(groups whose rewards are all equal, so they teach nothing; groups)."""
+    rewards: dict[str, set[float]] = defaultdict(set)
+    for row in rows:
+        rewards[row.group].add(row.reward)
+    return sum(len(seen) == 1 for seen in rewards.values()), len(rewards)
+
+
 def rollout_batch(rows: list[TrainingRow]) -> dict[str, Any]:
     """The columns TRL's `rollout_func` returns (prompt_ids, completion_ids, logprobs, env_mask), plus the
     advantage handed over as the reward (`env_reward`) and each row's role for per-role metrics."""

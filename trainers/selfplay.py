@@ -41,7 +41,7 @@ from trainers.designer.loop import DesignRun, IterationResult, run_iteration
 from trainers.frontier import FrontierTasks, tally_groups
 from trainers.grpo import Learner
 from trainers.memory import PeakMemory, current_by_process
-from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages
+from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages, zero_spread_share
 from trainers.run_state import RunState, new_state, save_state
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES, SuitePlan, check_not_held_out
 
@@ -176,9 +176,7 @@ class SelfPlay:
         clock["archive"] = time.perf_counter() - started
 
         rows, skipped = self.rows(designed, reference + archived)
-        groups: dict[str, set[float]] = {}
-        for row in rows:
-            groups.setdefault(row.group, set()).add(row.reward)
+        zero_spread, groups = zero_spread_share(rows)
         started = time.perf_counter()
         trained = None
         if self.learner is not None and rows:
@@ -199,8 +197,8 @@ class SelfPlay:
             designer_reward=_mean([row.reward for row in rows if row.role == "designer"]),
             valid_worlds=designed.metrics.valid_after_repair if designed else 0,
             sampled_tokens=sum(sum(row.env_mask) for row in rows),
-            groups=len(groups),
-            zero_spread_groups=sum(len(rewards) == 1 for rewards in groups.values()),
+            groups=groups,
+            zero_spread_groups=zero_spread,
             trained_tokens=trained,
             seconds={name: round(value, 3) for name, value in clock.items()},
         )

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from benchmarks.grpo_sweep import judge, task_seeds, update_batches, zero_spread_share
+from benchmarks.grpo_sweep import judge, task_seeds, update_batches
 from trainers.config import load_config
-from trainers.rows import TrainingRow
+from trainers.rows import TrainingRow, zero_spread_share
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES
 
 
