@@ -29,7 +29,7 @@ from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
 from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
-from engine.settings import EpisodeSettings, Mode
+from engine.settings import Completions, EpisodeSettings, Mode
 from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan
 from engine.templates import CHATML_WITH_TOOLS, load_template
 from engine.transport import TransportKind
@@ -77,6 +77,10 @@ def rollout(
     token_ids: Annotated[
         bool, typer.Option(help="chat: ask for token ids and logprobs (vLLM return_token_ids).")
     ] = False,
+    completions: Annotated[
+        Completions,
+        typer.Option(help="tokens mode: the endpoints' completions API (llama.cpp: its own, with every id)."),
+    ] = "openai",
     tokenizer: Annotated[
         str | None, typer.Option(help="tokens mode: a local Hugging Face tokenizer directory, or 'bytes'.")
     ] = None,
@@ -123,6 +127,7 @@ def rollout(
         episode_timeout_s=episode_timeout,
         token_ids=token_ids,
         tokenizer=tokenizer,
+        completions="llama.cpp" if served is not None else completions,
     )
     plan = RolloutPlan(
         run=run_id,

@@ -21,7 +21,7 @@ from engine.endpoints import Answer, Endpoint, EndpointPool
 from engine.parsing import ParsedReply, constrained_response_format, parse_constrained, parse_native, parse_text
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate
-from engine.trajectory import TokenTrace, Turn
+from engine.trajectory import DriftEvent, TokenTrace, Turn
 from engine.transport import EndpointFailure
 
 
@@ -57,7 +57,40 @@ def _first_choice(answer: Answer, turn: Turn, needs: str) -> dict[str, Any]:
     return choice
 
 
-def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
+def _server_root(url: str) -> str:
+    """The server's root URL from an OpenAI base URL (`http://host:port/v1` -> `http://host:port`)."""
+    url = url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def _as_openai_completion(native: dict[str, Any]) -> dict[str, Any]:
+    """llama.cpp's `/completion` answer in the shape of an OpenAI completion with vLLM's `token_ids`.
+
+    `tokens` holds every sampled id. `completion_probabilities` has one entry per whole character: a token
+    that ends mid-character (a UTF-8 lead byte) has no entry, and the entry that completes the character is
+    the last token's, so an id without an entry gets an unknown logprob (NaN), never a guessed one.
+    """
+    if not isinstance(native.get("tokens"), list):
+        raise EndpointFailure("bad_response", "llama.cpp's /completion answer has no tokens", retryable=False)
+    sampled: list[int] = native["tokens"]
+    entries = [e for e in native.get("completion_probabilities") or [] if isinstance(e, dict)]
+    logprobs: list[float | None] = []
+    position = 0
+    for token in sampled:
+        if position < len(entries) and entries[position].get("id") == token:
+            logprobs.append(entries[position].get("logprob"))
+            position += 1
+        else:
+            logprobs.append(None)
+    finish = "length" if native.get("stop_type") == "limit" else "stop"
+    return {
+        "choices": [{"text": native.get("content", ""), "finish_reason": finish, "token_ids": sampled,
+                     "logprobs": {"token_logprobs": logprobs}}],
+        "usage": {"prompt_tokens": native.get("tokens_evaluated"), "completion_tokens": native.get("tokens_predicted")},
+    }  # fmt: skip
+
+
+def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[float | None]]:
     """Sampled ids and their logprobs, as vLLM (`token_ids`, `logprobs.token_logprobs`) or llama.cpp
     (`logprobs.content[i].id` / `.logprob`) return them."""
     logprobs = choice.get("logprobs") or {}
@@ -77,7 +110,7 @@ def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[f
         values = [entry.get("logprob") for entry in content if isinstance(entry, dict)]
     else:
         values = logprobs.get("token_logprobs") or [] if isinstance(logprobs, dict) else []
-    return sampled, [float("nan") if value is None else float(value) for value in values]
+    return sampled, [None if value is None else float(value) for value in values]
 
 
 @dataclass(frozen=True)
@@ -150,7 +183,7 @@ class ChatClient:
             turn.problems.append("the server returned no token ids (prompt_token_ids / token_ids)")
             return
         content = (choice.get("logprobs") or {}).get("content") or []
-        logprobs = [float(entry.get("logprob", float("nan"))) for entry in content]
+        logprobs = [None if entry.get("logprob") is None else float(entry["logprob"]) for entry in content]
         self.tokens.add_turn(turn.index, prompt_ids, sampled_ids, logprobs)
 
     def observe(self, new_messages: list[dict[str, Any]]) -> None:
@@ -183,6 +216,7 @@ class TokensClient:
         self._trace.prompt_ids = self.template.opening(messages, self._tools)
         if self.settings.call_schema:
             self._grammar = call_grammar(self._tools)
+            self._trace.grammar = self._grammar
         self.tokens_used = len(self._trace.prompt_ids)
 
     async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
@@ -199,15 +233,28 @@ class TokensClient:
         }
         if self._grammar:
             body["grammar"] = self._grammar
-        answer = await self.route.post("/completions", body)
+        if settings.completions == "llama.cpp":
+            body["return_tokens"] = True
+            body["n_probs"] = 1
+            answer = await self.route.post(_server_root(self.route.endpoint.url) + "/completion", body)
+            answer.body = _as_openai_completion(answer.body)
+        else:
+            answer = await self.route.post("/completions", body)
         choice = _first_choice(answer, turn, "text")
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
+        if turn.completion_tokens is not None and turn.completion_tokens != len(sampled):
+            # llama.cpp's OpenAI API reports the tokens of one character as one entry: ids are missing.
+            turn.problems.append(
+                f"the server sampled {turn.completion_tokens} tokens but returned {len(sampled)} ids "
+                "(a llama.cpp server needs completions='llama.cpp')"
+            )
+            trace.drift.append(DriftEvent(turn=turn.index, position=len(trace.prompt_ids) + len(trace.completion_ids)))
         if len(logprobs) != len(sampled):
             turn.problems.append(f"the server returned {len(logprobs)} logprobs for {len(sampled)} tokens")
-            logprobs = [float("nan")] * len(sampled)
+            logprobs = [None] * len(sampled)
         trace.completion_ids.extend(sampled)
         trace.loss_mask.extend([1] * len(sampled))
-        trace.logprobs.extend(float(value) for value in logprobs)
+        trace.logprobs.extend(logprobs)
         self._last_sampled = sampled
         self._last_truncated = choice.get("finish_reason") == "length"
         self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Mode = Literal["chat", "constrained", "tokens"]
+Completions = Literal["openai", "llama.cpp"]
 
 
 class EpisodeSettings(BaseModel):
@@ -25,6 +26,13 @@ class EpisodeSettings(BaseModel):
     token_ids: bool = False
     tokenizer: str | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    completions: Completions = Field(
+        "openai",
+        description="tokens mode: the completions API. `openai`: `/completions` under the base URL (vLLM returns "
+        "the sampled ids with `return_token_ids`); `llama.cpp`: llama.cpp's own `/completion` at the server's root, "
+        "the one llama.cpp API that returns every sampled id (its OpenAI API reports a character split across "
+        "tokens as one entry, losing ids).",
+    )
     call_schema: bool = Field(
         False,
         description="tokens mode: every reply is one compact call of an offered tool (or finish), sampled under a "

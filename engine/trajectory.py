@@ -48,7 +48,8 @@ class Turn(BaseModel):
 
 
 class DriftEvent(BaseModel):
-    """A turn whose prompt ids did not extend the ids the engine already held: the server re-rendered history."""
+    """A turn whose ids the engine could not hold exactly: its prompt did not extend the held ids (the server
+    re-rendered history), or the server returned fewer ids than it sampled."""
 
     turn: int
     position: int = Field(description="Index of the first id that differs from the held sequence.")
@@ -66,8 +67,13 @@ class TokenTrace(BaseModel):
     prompt_ids: list[int] = Field(default_factory=list)
     completion_ids: list[int] = Field(default_factory=list)
     loss_mask: list[int] = Field(default_factory=list)
-    logprobs: list[float] = Field(default_factory=list)
+    logprobs: list[float | None] = Field(default_factory=list)  # None: the server did not report it
     drift: list[DriftEvent] = Field(default_factory=list)
+    grammar: str = Field(
+        default="",
+        description="the GBNF grammar each sampled reply (each run of loss-mask 1) was drawn under, from its start "
+        "(tokens mode with call_schema): the trainer needs it to score the restricted policy that sampled",
+    )
     rerender_matches: bool | None = Field(
         default=None,
         description="tokens mode: whether rendering the whole conversation at once gives the held ids "
@@ -81,7 +87,7 @@ class TokenTrace(BaseModel):
         canonical one) does not change that; only a server that re-rendered history (`drift`) does."""
         return not self.drift
 
-    def add_turn(self, turn: int, prompt_ids: list[int], sampled_ids: list[int], logprobs: list[float]) -> None:
+    def add_turn(self, turn: int, prompt_ids: list[int], sampled_ids: list[int], logprobs: list[float | None]) -> None:
         if turn == 0 or not self.prompt_ids:
             self.prompt_ids = list(prompt_ids)
         else:
@@ -95,7 +101,7 @@ class TokenTrace(BaseModel):
             self.loss_mask.extend([0] * len(extension))
             self.logprobs.extend([0.0] * len(extension))
         if len(logprobs) != len(sampled_ids):
-            logprobs = [float("nan")] * len(sampled_ids)
+            logprobs = [None] * len(sampled_ids)
         self.completion_ids.extend(sampled_ids)
         self.loss_mask.extend([1] * len(sampled_ids))
         self.logprobs.extend(logprobs)

@@ -36,6 +36,8 @@ class EndpointFailure(Exception):
 
 
 class Transport(Protocol):
+    """`path` is under the base URL, or an absolute URL on the same server (llama.cpp's root endpoints)."""
+
     async def post_json(
         self, path: str, body: dict[str, Any], headers: dict[str, str], timeout: float
     ) -> dict[str, Any]: ...
@@ -89,7 +91,7 @@ class AiohttpTransport:
         aiohttp = self._aiohttp
         try:
             async with self._session.post(
-                self._base_url + path,
+                path if path.startswith(("http://", "https://")) else self._base_url + path,
                 data=json.dumps(body).encode(),
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),

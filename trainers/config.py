@@ -105,6 +105,11 @@ class UpdateConfig(_Section):
     )
     importance_sampling_cap: float = Field(3.0, gt=1.0, description="Ratios above this are truncated (or masked).")
     gradient_checkpointing: bool = Field(True, description="Recompute activations in backward: far less memory.")
+    grammar_logprobs: Literal["restricted", "full"] = Field(
+        "restricted",
+        description="Grammar-sampled rows: score tokens under the model restricted to what the grammar admitted "
+        "(the policy that sampled them, exact) or under the full softmax (biased: forced tokens get gradient).",
+    )
 
 
 class RunConfig(_Section):
@@ -159,6 +164,16 @@ class TrainConfig(_Section):
             )
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
+        if (
+            self.agent.call_schema
+            and self.update.grammar_logprobs == "restricted"
+            and (self.update.importance_sampling != "off")
+        ):
+            raise ValueError(
+                "update.importance_sampling needs the sampler's probability of each token, and a server reports "
+                "the unrestricted one under a grammar: with agent.call_schema and update.grammar_logprobs="
+                "restricted, set update.importance_sampling=off"
+            )
         if self.update.rows_per_update < self.designer.generations:
             raise ValueError(
                 f"update.rows_per_update ({self.update.rows_per_update}) must hold one designer group "

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from trainers.constrained import GrammarRestrictions, restrict_to_grammar
 from trainers.rows import TrainingRow, rollout_batch
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
 
 
 ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
+GrammarLogprobs = Literal["restricted", "full"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class UpdateSettings:
     importance_sampling_cap: float = 3.0  # ratios above are truncated (or masked, in the *_mask modes)
     gradient_checkpointing: bool = True  # recompute activations in the backward pass: far less memory on long rows
     temperature: float = 1.0  # the sampling temperature: the trainer's logprobs must be the sampler's distribution
+    # Rows sampled under a grammar: score each token under the model restricted to what the grammar admitted
+    # (the policy that sampled, `trainers.constrained`), or under the full softmax (the old, biased way).
+    grammar_logprobs: GrammarLogprobs = "restricted"
 
     def __post_init__(self) -> None:
         if self.rows_per_update % self.rows_per_pass:
@@ -72,6 +77,7 @@ class RowFeed:
         self._updates: queue.Queue[int] = queue.Queue()
         self.wait_seconds = wait_seconds
         self.batches = 0
+        self.restrictions: GrammarRestrictions | None = None  # set by `grpo_trainer` when it restricts
 
     def put(self, rows: Iterable[TrainingRow]) -> None:
         for row in rows:
@@ -84,6 +90,8 @@ class RowFeed:
         if rows is None:
             raise TrainingStopped
         self.batches += 1
+        if self.restrictions is not None:
+            self.restrictions.prepare(rows)
         return rollout_batch(rows)
 
     def _step_rows(self, share: int, trainer: Any) -> list[TrainingRow] | None:
@@ -294,6 +302,9 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
     )
     if settings.importance_sampling != "off":
         _correct_for_the_sampler(trainer)
+    if settings.grammar_logprobs == "restricted":
+        feed.restrictions = GrammarRestrictions(tokenizer)
+        restrict_to_grammar(trainer, feed.restrictions)
     return trainer
 
 

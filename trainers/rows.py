@@ -33,6 +33,7 @@ class TrainingRow(BaseModel):
     completion_ids: list[int]
     logprobs: list[float | None]  # the sampler's; None: not reported (no importance weight there)
     env_mask: list[int]  # 1: a sampled token (in the loss); 0: tool results and template glue
+    grammar: str = ""  # the grammar each sampled reply was constrained by ("": none; `trainers.constrained`)
     reward: float
     advantage: float = 0.0
 
@@ -52,7 +53,7 @@ def _usable(trace: TokenTrace | None, skipped: Skipped) -> TokenTrace | None:
         skipped.add("no token ids (play in tokens mode, or chat mode with --token-ids)")
         return None
     if not trace.exact:
-        skipped.add("token drift (the server re-rendered history)")
+        skipped.add("token drift (the held ids are not what the server sampled)")
         return None
     if not any(trace.loss_mask):
         skipped.add("no sampled tokens")
@@ -66,8 +67,9 @@ def _row(role: Role, group: str, trace: TokenTrace, reward: float) -> TrainingRo
         group=group,
         prompt_ids=trace.prompt_ids,
         completion_ids=trace.completion_ids,
-        logprobs=[None if value != value else value for value in trace.logprobs],  # NaN: unknown
+        logprobs=list(trace.logprobs),
         env_mask=trace.loss_mask,
+        grammar=trace.grammar,
         reward=reward,
     )
 

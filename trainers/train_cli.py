@@ -20,7 +20,7 @@ from rich.table import Table
 from engine.endpoints import EndpointPool
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
 from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
-from engine.settings import EpisodeSettings
+from engine.settings import Completions, EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
 from trainers.config import ConfigError, TrainConfig, load_config, resumed_config
@@ -185,9 +185,11 @@ async def _run(
     # The embedded server samples from the model's own distribution and reports what it sampled from;
     # vLLM does both by default (started with --logprobs-mode processed_logprobs).
     sampling = dict(EXACT_SAMPLING) if server is not None else {}
-    agent = agent_settings(config, name, tokenizer, sampling)
+    completions: Completions = "llama.cpp" if server is not None else "openai"  # llama.cpp's API with every id
+    agent = agent_settings(config, name, tokenizer, sampling, completions)
     designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=name, max_turns=1,
                                max_tokens_per_turn=config.designer.max_tokens, extra_body=sampling,
+                               completions=completions,
                                temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
     settings = DesignSettings(
         documents=config.designer.documents,
@@ -228,12 +230,14 @@ async def _run(
         learner.close()
 
 
-def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: dict[str, object]) -> EpisodeSettings:
+def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: dict[str, object],
+                   completions: Completions = "openai") -> EpisodeSettings:  # fmt: skip
     """How the agent plays in this run (training plays and held-out evaluations alike)."""
     knobs = config.agent
     return EpisodeSettings(mode=knobs.mode, model=model, max_turns=knobs.max_turns,
                            max_tokens_per_turn=knobs.max_tokens_per_turn, call_schema=knobs.call_schema,
-                           temperature=knobs.temperature, tokenizer=tokenizer, extra_body=sampling)  # fmt: skip
+                           temperature=knobs.temperature, tokenizer=tokenizer, extra_body=sampling,
+                           completions=completions)  # fmt: skip
 
 
 def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSettings, ranks: Ranks,
@@ -260,6 +264,7 @@ def update_settings(config: TrainConfig) -> UpdateSettings:
                           importance_sampling=knobs.importance_sampling,
                           importance_sampling_cap=knobs.importance_sampling_cap,
                           gradient_checkpointing=knobs.gradient_checkpointing,
+                          grammar_logprobs=knobs.grammar_logprobs,
                           temperature=config.agent.temperature)  # fmt: skip
 
 

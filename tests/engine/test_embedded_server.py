@@ -156,6 +156,61 @@ async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs
         assert gaps[1.0] < 0.1 and gaps[1.0] < gaps[0.5] / 3, gaps
 
 
+@pytest.mark.anyio
+async def test_the_trainer_rebuilds_what_the_servers_grammar_admitted(server: EmbeddedServer, tmp_path: Path) -> None:
+    """Every token llama.cpp sampled under the call grammar is in the admitted set the trainer rebuilds
+    (`trainers.constrained`); at temperature 1.5 the samples reach far into each set."""
+    from trainers.checkpoint import load_policy
+    from trainers.constrained import AdmittedTokens
+
+    _, records = await play(
+        tmp_path, [server.base_url], world=LIBRARY, tasks=6, mode="tokens", tokenizer="default", max_turns=3,
+        max_tokens_per_turn=48, temperature=1.5, call_schema=True, extra_body=dict(EXACT_SAMPLING),
+        completions="llama.cpp",
+    )  # fmt: skip
+    _, tokenizer = load_policy(default_gguf())
+    admitted = AdmittedTokens(tokenizer)
+    sampled = restricted = 0
+    for record in records:
+        trace = record.tokens
+        assert trace is not None and trace.grammar.startswith("root ::= ")
+        restriction = admitted.restriction(trace.grammar, trace.completion_ids, trace.loss_mask)
+        refused = [tokenizer.convert_ids_to_tokens(trace.completion_ids[i - 3 : i + 1]) for i in restriction.refused]
+        assert not refused, refused
+        sampled += sum(trace.loss_mask)
+        restricted += len(restriction.positions)
+    assert sampled > 150 and restricted > sampled / 2, (sampled, restricted)
+
+
+@pytest.mark.anyio
+async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_tokens(
+    server: EmbeddedServer, tmp_path: Path
+) -> None:
+    """Forcing a UTF-8 lead byte (0xC5) wherever the grammar admits it splits characters across tokens. llama.cpp's
+    OpenAI API reports such a character as one entry (ids lost: the engine marks the trace inexact, never
+    trains on it); its own `/completion` returns every id (`completions="llama.cpp"`)."""
+    from trainers.checkpoint import load_policy
+
+    _, tokenizer = load_policy(default_gguf())
+    lead = tokenizer.convert_tokens_to_ids("\u00c5")  # byte 0xC5, a UTF-8 lead byte, in the byte-level vocabulary
+    traces = {}
+    for api in ("openai", "llama.cpp"):
+        _, records = await play(
+            tmp_path / api, [server.base_url], world=LIBRARY, tasks=2, mode="tokens", tokenizer="default",
+            max_turns=2, max_tokens_per_turn=32, temperature=1.0, call_schema=True, completions=api,
+            extra_body={**EXACT_SAMPLING, "logit_bias": [[lead, 30.0]]},
+        )  # fmt: skip
+        traces[api] = [record.tokens for record in records if record.tokens is not None]
+    assert traces["openai"] and all(not trace.exact for trace in traces["openai"])
+    assert traces["llama.cpp"] and all(trace.exact for trace in traces["llama.cpp"])
+    held = [token for trace in traces["llama.cpp"] for token in trace.completion_ids]
+    assert held.count(lead) >= 2
+    for trace in traces["llama.cpp"]:
+        unknown = [i for i, (bit, value) in enumerate(zip(trace.loss_mask, trace.logprobs, strict=True))
+                   if bit and value is None]  # fmt: skip
+        assert unknown and all(trace.completion_ids[i] == lead for i in unknown), "only a lead byte has no logprob"
+
+
 def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:
     out = tmp_path / "run"
     command = [sys.executable, "-m", "spadework", "rollout", "--world", LIBRARY, "--tasks", "1", "--out", str(out)]

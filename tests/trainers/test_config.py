@@ -78,6 +78,10 @@ def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str
         (["designer.temperature=1.0"], "designer.temperature (1.0) must equal agent.temperature (0.7)"),
         (["update.importance_sampling=token_truncate"], "importance weights need agent.temperature=1.0"),
         (["agent.mode=chat"], "agent.call_schema constrains tokens-mode sampling"),
+        (
+            ["agent.temperature=1.0", "designer.temperature=1.0", "update.importance_sampling=token_truncate"],
+            "a server reports the unrestricted one under a grammar",
+        ),
     ],
 )
 def test_sampling_settings_that_would_make_the_loss_wrong_are_refused(overrides: list[str], message: str) -> None:
@@ -87,7 +91,7 @@ def test_sampling_settings_that_would_make_the_loss_wrong_are_refused(overrides:
         "cpu-tiny", ["designer.temperature=1.0", "ablations.frozen_designer=true"]
     )  # the designer does not train
     load_config("cpu-tiny", ["agent.temperature=1.0", "designer.temperature=1.0",
-                             "update.importance_sampling=token_truncate"])  # fmt: skip
+                             "update.importance_sampling=token_truncate", "update.grammar_logprobs=full"])  # fmt: skip
 
 
 def test_the_cpu_preset_trains_and_measures_on_the_lite_suite() -> None:

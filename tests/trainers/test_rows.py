@@ -4,7 +4,6 @@ per role."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,12 +55,12 @@ def test_drifted_and_tokenless_traces_are_counted_not_used() -> None:
         return EpisodeRecord(run="r", key=key, mode="tokens", model="m", status="ok", reward=1.0, messages=[],
                              turns=[], tokens=tokens, started_at=0.0, duration_s=0.0)  # fmt: skip
 
-    good = TokenTrace(prompt_ids=[1, 2], completion_ids=[3, 4], loss_mask=[1, 0], logprobs=[math.nan, 0.0])
+    good = TokenTrace(prompt_ids=[1, 2], completion_ids=[3, 4], loss_mask=[1, 0], logprobs=[None, 0.0])
     drifted = good.model_copy(update={"drift": [DriftEvent(turn=1, position=0)]})
     rows, skipped = agent_rows([record(good), record(drifted), record(None)])
     assert len(rows) == 1 and rows[0].logprobs == [None, 0.0]  # unknown: TRL gives that token no IS weight
     assert sorted(skipped.reasons) == ["no token ids (play in tokens mode, or chat mode with --token-ids)",
-                                       "token drift (the server re-rendered history)"]  # fmt: skip
+                                       "token drift (the held ids are not what the server sampled)"]  # fmt: skip
 
 
 def rows(role: str, group: str, rewards: list[float]) -> list[TrainingRow]:

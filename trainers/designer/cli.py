@@ -70,7 +70,8 @@ def design(
         tokenizer = tokenizer or str(served.model)
     if "tokens" in (designer_mode, agent_mode) and tokenizer is None:
         raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
-    common = {"model": model, "request_timeout_s": request_timeout, "tokenizer": tokenizer}
+    common = {"model": model, "request_timeout_s": request_timeout, "tokenizer": tokenizer,
+              "completions": "llama.cpp" if served is not None else "openai"}  # fmt: skip
     settings = DesignSettings(
         documents=documents,
         generations=generations,

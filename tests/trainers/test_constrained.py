@@ -1,0 +1,142 @@
+"""Grammar-sampled rows are scored under the restricted policy that sampled them (`trainers.constrained`).
+
+The admitted sets are checked against an independent oracle: a hand-written regular expression for the same
+two tools' calls, matched partially (llama.cpp's rule: a token is admitted when prefix + its text can still
+become a call). The trainer's log-probabilities and their gradients are checked against the restricted
+softmax computed directly from the model's logits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import regex
+
+from engine.call_grammar import call_grammar
+from engine.local_models import default_gguf
+from trainers.checkpoint import load_policy
+from trainers.constrained import AdmittedTokens
+from trainers.grpo import RowFeed, UpdateSettings, grpo_trainer
+from trainers.rows import TrainingRow
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_order", "parameters": {
+        "type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}},
+    {"type": "function", "function": {"name": "finish", "parameters": {
+        "type": "object", "properties": {"answer": {"type": "string"}}, "required": []}}},
+]  # fmt: skip
+STRING = r'"[^"\\\x00-\x1f]{0,48}"'
+CALLS = regex.compile(
+    r'\{"name": "get_order", "arguments": \{"order_id": ' + STRING + r"\}\}"
+    r'|\{"name": "finish", "arguments": \{(?:"answer": ' + STRING + r")?\}\}"
+)
+TEMPERATURE = 0.7
+
+
+@pytest.fixture(scope="module")
+def policy() -> tuple[Any, Any]:
+    return load_policy(default_gguf())
+
+
+def episode(tokenizer: Any) -> tuple[list[int], list[int], list[int]]:
+    """Prompt, completion and loss mask of a two-call episode as the engine stores it."""
+    prompt = tokenizer.encode("<|im_start|>user\nWhere is order O-17?<|im_end|>\n<|im_start|>assistant\n")
+    first = tokenizer.encode('{"name": "get_order", "arguments": {"order_id": "O-17"}}<|im_end|>')
+    glue = tokenizer.encode('\n<|im_start|>user\n{"status": "shipped"}<|im_end|>\n<|im_start|>assistant\n')
+    second = tokenizer.encode('{"name": "finish", "arguments": {"answer": "shipped"}}<|im_end|>')
+    return prompt, first + glue + second, [1] * len(first) + [0] * len(glue) + [1] * len(second)
+
+
+def test_the_admitted_sets_are_the_tokens_whose_text_can_still_become_a_call(policy: tuple[Any, Any]) -> None:
+    _, tokenizer = policy
+    _, completion, mask = episode(tokenizer)
+    reply = completion[: mask.index(0)]
+    restriction = AdmittedTokens(tokenizer).restriction(call_grammar(TOOLS), completion, mask)
+    assert restriction.disagreements == 0
+    admitted = restriction.admitted(len(tokenizer))
+    texts = [tokenizer.decode([token]) for token in range(len(tokenizer))]
+    clean = [token for token, text in enumerate(texts) if text and "\ufffd" not in text]  # whole characters
+    assert len(clean) > 0.95 * len(texts)
+    end = {tokenizer.convert_tokens_to_ids(text) for text in ("<|im_end|>", "<|endoftext|>")}
+    positions = list(restriction.positions)
+    # the first token, the tool-name choice, a forced token, inside a string, its end, the stop token
+    checked = [0, 4, 5, 17, 21, len(reply) - 1]
+    for position in checked:
+        prefix = tokenizer.decode(reply[:position])
+        row = admitted[positions.index(position)]
+        complete = CALLS.fullmatch(prefix) is not None
+        for token in clean:
+            expected = (
+                (token in end)
+                if complete
+                else (token not in end and CALLS.fullmatch(prefix + texts[token], partial=True) is not None)
+            )
+            assert bool(row[token]) == expected, (position, prefix, texts[token])
+    assert int(admitted[positions.index(5)].sum()) == 1, "after 'get' the grammar forces '_'"
+    assert int(admitted[positions.index(17)].sum()) > 48_000, "inside a string almost everything is admitted"
+    second_reply = [i for i, bit in enumerate(mask) if bit][len(reply)]
+    assert second_reply in positions, "the second reply starts the grammar again"
+
+
+def test_the_trainer_scores_grammar_rows_under_the_restricted_softmax(policy: tuple[Any, Any], tmp_path: Path) -> None:
+    import torch
+
+    model, tokenizer = policy
+    prompt, completion, mask = episode(tokenizer)
+    plain = tokenizer.encode("Plain text, no grammar.<|im_end|>")
+    rows = [
+        TrainingRow(role="agent", group="g", prompt_ids=prompt, completion_ids=completion, env_mask=mask,
+                    logprobs=[0.0] * len(completion), grammar=call_grammar(TOOLS), reward=1.0, advantage=1.0),
+        TrainingRow(role="agent", group="g", prompt_ids=prompt[:5], completion_ids=plain, env_mask=[1] * len(plain),
+                    logprobs=[0.0] * len(plain), reward=0.0, advantage=-1.0),
+    ]  # fmt: skip
+    feed = RowFeed(wait_seconds=5)
+    settings = UpdateSettings(rows_per_update=2, temperature=TEMPERATURE, gradient_checkpointing=False)
+    trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
+    assert feed.restrictions is not None
+    feed.restrictions.prepare(rows)
+    # The batch as TRL lays it out: prompts padded on the left, completions on the right.
+    width_p, width_c = len(prompt), len(completion)
+    pad = tokenizer.pad_token_id or 0
+    ids, attention = [], []
+    for row in rows:
+        left, right = width_p - len(row.prompt_ids), width_c - len(row.completion_ids)
+        ids.append([pad] * left + row.prompt_ids + row.completion_ids + [pad] * right)
+        attention.append([0] * left + [1] * (len(row.prompt_ids) + len(row.completion_ids)) + [0] * right)
+    logps, *_ = trainer._get_per_token_logps_and_entropies(
+        trainer.model, torch.tensor(ids), torch.tensor(attention), width_c
+    )
+    restriction = AdmittedTokens(tokenizer).restriction(rows[0].grammar, completion, mask)
+    admitted = restriction.admitted(len(tokenizer))
+
+    def direct(row: TrainingRow, restricted: bool) -> Any:
+        sequence = torch.tensor([row.prompt_ids + row.completion_ids])
+        logits = model(sequence).logits[0, len(row.prompt_ids) - 1 : -1].float() / TEMPERATURE
+        chosen = logits.gather(1, torch.tensor(row.completion_ids)[:, None])[:, 0]
+        normaliser = logits.logsumexp(-1).clone()
+        if restricted:
+            for k, position in enumerate(restriction.positions):
+                normaliser[position] = logits[position][admitted[k]].logsumexp(-1)
+        return chosen - normaliser
+
+    expected = direct(rows[0], restricted=True)
+    sampled = torch.tensor(mask).bool()
+    assert torch.allclose(logps[0][sampled], expected[sampled], atol=1e-4)
+    forced = [p for k, p in enumerate(restriction.positions) if int(admitted[k].sum()) == 1]
+    assert forced and all(abs(float(logps[0][p].detach())) < 1e-4 for p in forced), "a forced token is certain"
+    assert float(direct(rows[0], restricted=False)[sampled].sum()) < float(expected[sampled].sum()) - 20
+    assert torch.allclose(logps[1][: len(plain)], direct(rows[1], restricted=False), atol=1e-4), "no grammar, no change"
+
+    # The gradient is the restricted policy's too (log Z is differentiated, not a constant).
+    weight = model.get_input_embeddings().weight
+    weight.grad = None
+    logps[0][sampled].sum().backward()
+    through_trainer = weight.grad.clone()
+    weight.grad = None
+    expected = direct(rows[0], restricted=True)
+    expected[sampled].sum().backward()
+    assert float((through_trainer - weight.grad).norm() / weight.grad.norm()) < 1e-3
+    weight.grad = None
+    direct(rows[0], restricted=False)[sampled].sum().backward()
+    assert float((through_trainer - weight.grad).norm() / weight.grad.norm()) > 0.1, "log Z moves the gradient"

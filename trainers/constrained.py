@@ -1,0 +1,246 @@
+"""Score grammar-sampled tokens under the policy that sampled them: the model restricted to the grammar.
+
+llama.cpp samples a reply under a grammar from the model's distribution restricted to the tokens the grammar
+admits at that point, renormalised: q(t) = p(t) / Z, Z the admitted tokens' mass (its sampler draws from p,
+keeps an admitted token, and otherwise redraws from the admitted ones, which comes to exactly that). The
+exact log-probability of what was sampled is log p(t) - log Z, and the policy gradient needs the gradient of
+both terms: leaving log Z out pushes up forced tokens (a `{"name": ` the grammar fixes) and tilts every choice
+towards tokens the grammar would have refused anyway.
+
+`AdmittedTokens` rebuilds each sampled token's admitted set from the grammar the engine recorded
+(`TokenTrace.grammar`) and the ids, with llguidance, under llama.cpp's rules: a token is admitted when its
+text continues the grammar, whatever tokenisation it makes (llguidance's canonical forcing is off), a special
+token is read as its text (llama.cpp's grammar sees `<|im_start|>` as those 12 characters), and an
+end-of-generation token only where the grammar is complete, which never precedes a sampled token here.
+`restrict_to_grammar` makes a `GRPOTrainer` subtract log Z, computed from the same forward pass, at every
+such token; tokens whose admitted set is the whole vocabulary are left as they are (Z is 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import structlog
+
+from trainers.rows import TrainingRow
+
+log = structlog.get_logger(__name__)
+
+NO_FORCING = '%llguidance {"no_forcing": true}\n'  # the model picks the tokenisation, as under llama.cpp
+
+
+@dataclass
+class Restriction:
+    """One row's restricted tokens: completion positions and, per position, the admitted ids as a bitmask."""
+
+    positions: np.ndarray  # int64, indices into the row's completion ids
+    bitmasks: np.ndarray  # uint32 [positions, ceil(vocab / 32)], llguidance's layout: bit i % 32 of word i // 32
+    refused: list[int] = field(default_factory=list)  # sampled tokens the rebuilt grammar refused (their
+    # reply is left unrestricted from there on): the sampler and the trainer disagreed on the grammar
+
+    @property
+    def disagreements(self) -> int:
+        return len(self.refused)
+
+    def admitted(self, vocab: int) -> Any:
+        """The admitted sets as a torch bool tensor [positions, vocab]."""
+        import torch
+
+        bits = np.unpackbits(self.bitmasks.view(np.uint8), axis=1, bitorder="little")[:, :vocab]
+        return torch.from_numpy(bits.astype(bool))
+
+
+class AdmittedTokens:
+    """The tokens a grammar admits after each prefix of a reply, for one tokenizer (built once, ~0.4 s)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        import llguidance.hf
+
+        self.tokenizer = tokenizer
+        self.lltokenizer = llguidance.hf.from_tokenizer(tokenizer)
+        self.vocab = self.lltokenizer.vocab_size
+        vocabulary = tokenizer.get_vocab()
+        end = {tokenizer.eos_token_id, *(vocabulary[text] for text in _END_OF_GENERATION if text in vocabulary)}
+        self._end_ids = sorted(end)
+        decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
+        # Special tokens that do not end generation, with their text as single-character token ids.
+        self._special_text: dict[int, list[int]] = {
+            token_id: [i for ch in added.content for i in self.lltokenizer.tokenize_bytes(ch.encode())]
+            for token_id, added in decoder.items()
+            if getattr(added, "special", False) and token_id not in end
+        }
+        self._compiled = lru_cache(maxsize=64)(self._compile)
+
+    def _compile(self, grammar: str) -> str:
+        from llguidance import LLMatcher
+        from llguidance.gbnf_to_lark import any_to_lark
+
+        try:
+            return LLMatcher.grammar_from_lark(NO_FORCING + any_to_lark(grammar))
+        except Exception as error:  # llguidance raises plain exceptions for grammars it cannot read
+            raise ValueError(f"the recorded grammar does not compile for the trainer: {error}") from error
+
+    def restriction(self, grammar: str, completion_ids: list[int], env_mask: list[int]) -> Restriction:
+        """The admitted sets of every sampled token of a row whose replies (runs of env_mask 1) were each
+        sampled under `grammar` from the reply's start. Positions where everything is admitted are left out."""
+        from llguidance import LLMatcher
+
+        compiled = self._compiled(grammar)
+        positions: list[int] = []
+        masks: list[np.ndarray] = []
+        refused_at: list[int] = []
+        matcher: Any = None
+        refused = False  # an earlier token of this reply was refused: the rest of it stays unrestricted
+        for index, (token, sampled) in enumerate(zip(completion_ids, env_mask, strict=True)):
+            if not sampled:
+                matcher, refused = None, False  # the next sampled token starts a new reply
+                continue
+            if refused:
+                continue
+            if matcher is None:
+                matcher = LLMatcher(self.lltokenizer, compiled)
+                if matcher.is_error():
+                    raise ValueError(f"the recorded grammar does not start for the trainer: {matcher.get_error()}")
+            mask = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32).copy()
+            self._admit_llama_cpp_extras(matcher, mask)
+            if not _has(mask, token):
+                refused_at.append(index)
+                refused = True
+                continue
+            if _count(mask, self.vocab) < self.vocab:
+                positions.append(index)
+                masks.append(mask)
+            matcher.consume_token(token)
+        if refused_at:
+            log.warning("grammar_disagreement", tokens=[completion_ids[i] for i in refused_at], at=refused_at)
+        words = (self.vocab + 31) // 32
+        return Restriction(
+            positions=np.asarray(positions, dtype=np.int64),
+            bitmasks=np.stack(masks) if masks else np.zeros((0, words), dtype=np.uint32),
+            refused=refused_at,
+        )
+
+    def _admit_llama_cpp_extras(self, matcher: Any, mask: np.ndarray) -> None:
+        """What llama.cpp admits beyond llguidance: special tokens whose text fits, every end-of-generation
+        token (not only the EOS) once the grammar is complete."""
+        for token_id, text_ids in self._special_text.items():
+            if not _has(mask, token_id) and matcher.validate_tokens(text_ids) == len(text_ids):
+                _set(mask, token_id)
+        if matcher.is_accepting():
+            for token_id in self._end_ids:
+                _set(mask, token_id)
+
+
+# Texts llama.cpp treats as end of generation besides the model's EOS (its vocabulary's EOG heuristics).
+_END_OF_GENERATION = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
+
+
+def _has(mask: np.ndarray, token: int) -> bool:
+    return bool((int(mask[token // 32]) >> (token % 32)) & 1)
+
+
+def _set(mask: np.ndarray, token: int) -> None:
+    mask[token // 32] |= np.uint32(1 << (token % 32))
+
+
+def _count(mask: np.ndarray, vocab: int) -> int:
+    return int(np.unpackbits(mask.view(np.uint8), bitorder="little")[:vocab].sum())
+
+
+class GrammarRestrictions:
+    """The restrictions of the rows of the batch being trained, found again by their ids inside TRL."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self._admitted: AdmittedTokens | None = None  # built with the first row that has a grammar
+        self._rows: dict[tuple[tuple[int, ...], tuple[int, ...]], Restriction] = {}
+        self.restricted_tokens = 0
+        self.disagreements = 0
+
+    def prepare(self, rows: list[TrainingRow]) -> None:
+        """Rebuild the admitted sets of a new batch (the previous batch's are dropped)."""
+        self._rows = {}
+        for row in rows:
+            if not row.grammar:
+                continue
+            key = (tuple(row.prompt_ids), tuple(row.completion_ids))
+            if key not in self._rows:
+                if self._admitted is None:
+                    self._admitted = AdmittedTokens(self.tokenizer)
+                restriction = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask)
+                self._rows[key] = restriction
+                self.restricted_tokens += len(restriction.positions)
+                self.disagreements += restriction.disagreements
+
+    def find(self, prompt_ids: list[int], completion_ids: list[int]) -> Restriction | None:
+        return self._rows.get((tuple(prompt_ids), tuple(completion_ids)))
+
+
+def restrict_to_grammar(trainer: Any, restrictions: GrammarRestrictions) -> None:
+    """Make `trainer` (a TRL `GRPOTrainer`) score each restricted token as log p(t) - log Z.
+
+    TRL's per-token log-probabilities come from its fused LM head (log p over the whole vocabulary); the
+    final hidden states of the same forward pass are caught on the way and projected once more at the
+    restricted positions only, for log Z = logsumexp over the admitted logits minus logsumexp over all.
+    Gradients flow through both. Relies on TRL 1.16's `_get_per_token_logps_and_entropies` (pinned).
+    """
+    import torch
+
+    if not hasattr(trainer, "_get_per_token_logps_and_entropies"):
+        raise RuntimeError("this TRL has no GRPOTrainer._get_per_token_logps_and_entropies: the hook needs TRL 1.16")
+    original = trainer._get_per_token_logps_and_entropies
+    temperature = float(trainer.temperature)
+
+    def restricted(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, *args: Any,
+                   **kwargs: Any) -> Any:  # fmt: skip
+        prompt_length = input_ids.size(1) - logits_to_keep
+        found = []
+        for row in range(input_ids.size(0)):
+            kept = attention_mask[row].bool()
+            prompt = input_ids[row, :prompt_length][kept[:prompt_length]].tolist()
+            completion = input_ids[row, prompt_length:][kept[prompt_length:]].tolist()
+            found.append(restrictions.find(prompt, completion))
+        if not any(r is not None and len(r.positions) for r in found):
+            return original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        causal_lm = _causal_lm(trainer.accelerator.unwrap_model(model))
+        caught: list[Any] = []
+        hook = causal_lm.base_model.register_forward_hook(
+            lambda module, inputs, output: caught.append(output.last_hidden_state)
+        )
+        try:
+            logps, *rest = original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+        finally:
+            hook.remove()
+        hidden = torch.cat(caught, dim=0)
+        head = causal_lm.get_output_embeddings()
+        log_z = torch.zeros_like(logps)
+        for row, restriction in enumerate(found):
+            if restriction is None or not len(restriction.positions):
+                continue
+            # Completion position j is predicted by the hidden state before it; the completion starts after
+            # the (left-padded) prompt.
+            positions = torch.from_numpy(restriction.positions)
+            logits = head(hidden[row, prompt_length + positions - 1]).float() / temperature
+            admitted = restriction.admitted(logits.size(-1)).to(logits.device)
+            restricted_mass = logits.masked_fill(~admitted, float("-inf")).logsumexp(-1) - logits.logsumexp(-1)
+            log_z = log_z.index_put((torch.full_like(positions, row), positions), restricted_mass.to(logps.dtype))
+        return (logps - log_z, *rest)
+
+    _check_plain_head(_causal_lm(trainer.model))
+    trainer._get_per_token_logps_and_entropies = restricted
+
+
+def _causal_lm(model: Any) -> Any:
+    """The transformers causal LM inside a PEFT wrapper, if any."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def _check_plain_head(causal_lm: Any) -> None:
+    """log Z is computed as lm_head(h) / T: models whose head scales or caps logits would need more."""
+    config = causal_lm.config.get_text_config()
+    for name in ("final_logit_softcapping", "logit_scale", "output_multiplier", "lm_head_multiplier", "logits_scaling"):
+        if getattr(config, name, None) not in (None, 1, 1.0):
+            raise ValueError(f"grammar-restricted logprobs assume an unscaled LM head; this model sets {name}")
