@@ -204,7 +204,7 @@ class TokensClient:
         self._tools = tools
         self._last_sampled: list[int] = []
         self._last_truncated = False
-        self._grammar = ""  # call_schema: the call grammar of the tools rendered into the opening
+        self._grammar = ""  # settings.grammar, or with call_schema the call grammar of the tools in the opening
 
     @property
     def _trace(self) -> TokenTrace:
@@ -214,9 +214,11 @@ class TokensClient:
     def start(self, messages: list[dict[str, Any]]) -> None:
         self._tools = list(self._tools)  # rendered once, into the opening: tools revealed later arrive as text
         self._trace.prompt_ids = self.template.opening(messages, self._tools)
-        if self.settings.call_schema:
+        if self.settings.grammar is not None:
+            self._grammar = self.settings.grammar
+        elif self.settings.call_schema:
             self._grammar = call_grammar(self._tools)
-            self._trace.grammar = self._grammar
+        self._trace.grammar = self._grammar
         self.tokens_used = len(self._trace.prompt_ids)
 
     async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
@@ -259,7 +261,7 @@ class TokensClient:
         self._last_truncated = choice.get("finish_reason") == "length"
         self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
         text = self.template.reply_text(sampled)
-        reply = parse_constrained(text) if self._grammar else parse_text(text)
+        reply = parse_constrained(text) if self.settings.call_schema else parse_text(text)
         return {"role": "assistant", "content": text}, reply
 
     def observe(self, new_messages: list[dict[str, Any]]) -> None:

@@ -188,19 +188,22 @@ class MockModel:
         policy.start(instance, task)
         return policy.act(None)
 
-    def design(self, episode: list[str]) -> str:
-        """A designer's reply: one of the given world sources in a fenced block, chosen by the seed."""
+    def design(self, episode: list[str], constrained: bool = False) -> str:
+        """A designer's reply: one of the given world sources, chosen by the seed, in a fenced block (bare
+        when the request constrains the reply, as a spec designer's is)."""
         if not self.settings.designs:
             raise MockRequestError("a designer request, but this mock was started without --design FILE")
         source = self.settings.designs[int(episode[3]) % len(self.settings.designs)]
+        if constrained:
+            return source
         return f"Here is a toolworld grounded in the document.\n\n```python\n{source}```\n"
 
     def reply(self, episode: list[str], body: dict[str, Any], malformed: bool) -> dict[str, Any]:
         """The assistant message for this request."""
-        if episode[1] == "designer":
-            return {"role": "assistant", "content": self.design(episode)}
-        messages = body.get("messages") or []
         constrained = (body.get("response_format") or {}).get("type") == "json_schema"
+        if episode[1] == "designer":
+            return {"role": "assistant", "content": self.design(episode, constrained)}
+        messages = body.get("messages") or []
         if malformed or self.settings.script == "malformed":
             return {"role": "assistant", "content": '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'}
         if self.settings.script == "acebench":
@@ -292,7 +295,7 @@ class MockModel:
         parse = parse_constrained if constrained else parse_text
         usable = sum(1 for turn in turns if (reply := parse(turn.split("<|im_end|>")[0])).calls and not reply.problems)
         if episode[1] == "designer":
-            reply_text = self.design(episode)
+            reply_text = self.design(episode, constrained)
         elif malformed or self.settings.script == "malformed":
             reply_text = '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'
         else:

@@ -38,6 +38,11 @@ class EpisodeSettings(BaseModel):
         description="tokens mode: every reply is one compact call of an offered tool (or finish), sampled under a "
         "llama.cpp grammar of their schemas (`engine.call_grammar`).",
     )
+    grammar: str | None = Field(
+        None,
+        description="tokens mode: every reply is sampled under this llama.cpp grammar (GBNF, or llguidance's lark "
+        "after `%llguidance`), recorded with the trace so a trainer can score the restricted policy",
+    )
 
     @model_validator(mode="after")
     def _tokens_mode_needs_a_tokenizer(self) -> EpisodeSettings:
@@ -45,4 +50,6 @@ class EpisodeSettings(BaseModel):
             raise ValueError("tokens mode renders prompts itself: give a tokenizer (a local directory, or 'bytes')")
         if self.call_schema and self.mode != "tokens":
             raise ValueError("call_schema constrains tokens-mode sampling; constrained mode does it for chat requests")
+        if self.grammar is not None and (self.mode != "tokens" or self.call_schema):
+            raise ValueError("grammar constrains tokens-mode sampling, and not together with call_schema")
         return self

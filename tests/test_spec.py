@@ -452,3 +452,28 @@ def test_the_cli_plays_a_spec_file() -> None:
     result = runner.invoke(app, ["toolworld", "play", str(LIBRARY), "--seed", "3"])
     assert result.exit_code == 0, result.output
     assert "score 1.000" in result.output
+
+
+@pytest.mark.parametrize(
+    ("change", "rejection"),
+    [
+        (lambda spec: spec["task"].update(plan=spec["task"]["plan"][:1]), "compile: task: the plan changes nothing"),
+        (lambda spec: spec["task"].update(hint="Borrow B2."), "smoke: hint helps without the answer"),
+        (lambda spec: spec.update(name="Library"), "parse: name:"),
+    ],
+)
+def test_the_spec_gates_stop_at_the_first_failure_and_say_why(change: Any, rejection: str) -> None:
+    import anyio
+
+    from toolworlds.examples import EXAMPLE_SPEC
+    from toolworlds.untrusted.validate import SPEC_GATES, validate_spec
+
+    sound = anyio.run(lambda: validate_spec(EXAMPLE_SPEC, seeds=range(2)))
+    assert sound.valid and [gate.name for gate in sound.gates] == list(SPEC_GATES)
+    assert sound.local is not None and sound.world is not None and sound.world.name == "library"
+    assert [tool["name"] for tool in sound.world.tools] == ["search", "borrow"]
+    spec = json.loads(EXAMPLE_SPEC)
+    change(spec)
+    verdict = anyio.run(lambda: validate_spec(f"```json\n{json.dumps(spec)}\n```", seeds=range(2)))
+    assert not verdict.valid and verdict.local is None
+    assert verdict.rejection is not None and verdict.rejection.startswith(rejection), verdict.rejection

@@ -12,6 +12,8 @@ towards tokens the grammar would have refused anyway.
 text continues the grammar, whatever tokenisation it makes (llguidance's canonical forcing is off), a special
 token is read as its text (llama.cpp's grammar sees `<|im_start|>` as those 12 characters), and an
 end-of-generation token only where the grammar is complete, which never precedes a sampled token here.
+A grammar in llguidance's own syntax (`%llguidance ...`, what llama.cpp builds from a JSON schema and runs
+through its llguidance sampler) is rebuilt as it is, with llguidance's own rules on both sides.
 `restrict_to_grammar` makes a `GRPOTrainer` subtract log Z, computed from the same forward pass, at every
 such token; tokens whose admitted set is the whole vocabulary are left as they are (Z is 1).
 """
@@ -78,8 +80,9 @@ class AdmittedTokens:
         from llguidance import LLMatcher
         from llguidance.gbnf_to_lark import any_to_lark
 
+        lark = grammar if _is_llguidance(grammar) else NO_FORCING + any_to_lark(grammar)
         try:
-            return LLMatcher.grammar_from_lark(NO_FORCING + any_to_lark(grammar))
+            return LLMatcher.grammar_from_lark(lark)
         except Exception as error:  # llguidance raises plain exceptions for grammars it cannot read
             raise ValueError(f"the recorded grammar does not compile for the trainer: {error}") from error
 
@@ -89,6 +92,7 @@ class AdmittedTokens:
         from llguidance import LLMatcher
 
         compiled = self._compiled(grammar)
+        gbnf = not _is_llguidance(grammar)  # llama.cpp's own grammar engine, whose rules differ a little
         positions: list[int] = []
         masks: list[np.ndarray] = []
         refused_at: list[int] = []
@@ -105,7 +109,8 @@ class AdmittedTokens:
                 if matcher.is_error():
                     raise ValueError(f"the recorded grammar does not start for the trainer: {matcher.get_error()}")
             mask = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32).copy()
-            self._admit_llama_cpp_extras(matcher, mask)
+            if gbnf:
+                self._admit_llama_cpp_extras(matcher, mask)
             if not _has(mask, token):
                 refused_at.append(index)
                 refused = True
@@ -136,6 +141,10 @@ class AdmittedTokens:
 
 # Texts llama.cpp treats as end of generation besides the model's EOS (its vocabulary's EOG heuristics).
 _END_OF_GENERATION = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
+
+
+def _is_llguidance(grammar: str) -> bool:
+    return grammar.lstrip().startswith("%llguidance")
 
 
 def _has(mask: np.ndarray, token: int) -> bool:

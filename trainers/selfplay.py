@@ -265,16 +265,19 @@ class SelfPlay:
         rng = random.Random(f"{self.config.run.seed}/archive/{index}")
         records: list[EpisodeRecord] = []
         for task, remembered in enumerate(self.design.memory.training_pool(self.config.agent.archive_tasks)):
-            path = self.out / "worlds" / f"{remembered.code_hash[:16]}.py"
+            seed = rng.randrange(HELD_OUT_FIRST_SEED)
+            directory = self.out / "archive" / f"{index}-{task}-{remembered.code_hash[:16]}"
+            path = self.out / "worlds" / f"{remembered.code_hash[:16]}.{'json' if remembered.is_spec else 'py'}"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(remembered.source)
+            if remembered.is_spec:  # compiled by trusted code: it runs here
+                records += await self._play(str(path), seed, self.config.agent.plays, directory)
+                continue
             try:
                 world = await self.design.sandbox.load(remembered.source, path.name)
             except WorldLoadError as error:  # it loaded when it was archived; say so and go on
                 log.warning("an archived world no longer loads", world=remembered.name, reason=str(error))
                 continue
-            seed = rng.randrange(HELD_OUT_FIRST_SEED)
-            directory = self.out / "archive" / f"{index}-{task}-{remembered.code_hash[:16]}"
             try:
                 records += await self._play(str(path), seed, self.config.agent.plays, directory,
                                             worlds=SandboxWorlds(self.design.sandbox, world))  # fmt: skip

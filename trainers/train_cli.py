@@ -25,6 +25,7 @@ from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
 from trainers.config import ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import RewardSettings
@@ -187,9 +188,10 @@ async def _run(
     sampling = dict(EXACT_SAMPLING) if server is not None else {}
     completions: Completions = "llama.cpp" if server is not None else "openai"  # llama.cpp's API with every id
     agent = agent_settings(config, name, tokenizer, sampling, completions)
+    grammar, constraint = design_constraint(config.designer.format, tokens=bool(tokenizer))
     designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=name, max_turns=1,
-                               max_tokens_per_turn=config.designer.max_tokens, extra_body=sampling,
-                               completions=completions,
+                               max_tokens_per_turn=config.designer.max_tokens, extra_body={**sampling, **constraint},
+                               grammar=grammar, completions=completions,
                                temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
     settings = DesignSettings(
         documents=config.designer.documents,
@@ -205,6 +207,7 @@ async def _run(
             invalid_penalty=config.designer.invalid_penalty,
         ),
         memory_examples=0 if config.ablations.no_memory else 1,
+        format=config.designer.format,
         # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
         # shares the longest prefix with it, so each episode finds its own history there and a turn reads only
         # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).

@@ -211,6 +211,38 @@ async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_t
         assert unknown and all(trace.completion_ids[i] == lead for i in unknown), "only a lead byte has no logprob"
 
 
+@pytest.mark.anyio
+async def test_a_spec_designer_reply_follows_the_schema_and_the_trainer_rebuilds_its_grammar(
+    server: EmbeddedServer,
+) -> None:
+    """One real spec design under the spec grammar (llguidance inside llama.cpp): the reply is JSON in the
+    schema's shape as far as it got, and the trainer's rebuilt admitted sets hold every sampled token."""
+    from engine.endpoints import EndpointPool
+    from engine.settings import EpisodeSettings
+    from trainers.checkpoint import load_policy
+    from trainers.constrained import AdmittedTokens
+    from trainers.corpus import Document
+    from trainers.designer.generate import DesignSample, design_constraint, sample_design
+    from trainers.designer.prompt import designer_messages
+
+    grammar, extra = design_constraint("spec", tokens=True)
+    assert grammar is not None and grammar.startswith("%llguidance") and not extra
+    settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=160,
+                               temperature=1.0, grammar=grammar, completions="llama.cpp",
+                               extra_body=dict(EXACT_SAMPLING))  # fmt: skip
+    document = Document(source="test", title="Parcels", text="A courier tracks parcels; a parcel can be rerouted.")
+    messages = designer_messages(document, [], "spec")
+    sample = DesignSample(key="d/0", document="test", prompt_version="v", messages=messages)
+    async with EndpointPool.open([server.base_url]) as pool:
+        await sample_design(pool, settings, "test", 0, sample)
+    assert sample.reply is not None and sample.reply.startswith('{"spec_version": 1, "name": "'), sample.reply
+    trace = sample.tokens
+    assert trace is not None and trace.exact and trace.grammar == grammar
+    _, tokenizer = load_policy(default_gguf())
+    restriction = AdmittedTokens(tokenizer).restriction(grammar, trace.completion_ids, trace.loss_mask)
+    assert not restriction.refused and len(restriction.positions) > 0
+
+
 def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:
     out = tmp_path / "run"
     command = [sys.executable, "-m", "spadework", "rollout", "--world", LIBRARY, "--tasks", "1", "--out", str(out)]

@@ -89,3 +89,39 @@ def test_g_generations_per_document_form_one_token_exact_designer_group(tmp_path
         assert tokenizer.decode(row.completion_ids, skip_special_tokens=True) == outcome.sample.reply  # as sampled
         assert all(row.env_mask) and row.reward == outcome.reward
     assert [row.reward for row in rows] == [0.0, -1.0, 0.0]  # sound, free lunch (rejected), sound again
+
+
+def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -> None:
+    """`--designer-format spec`: the reply is a JSON spec sampled under the spec grammar (recorded with the
+    trace), judged by the spec gates, compiled by trusted code and played here; a broken plan is named."""
+    sound = (Path(__file__).parents[2] / "toolworlds" / "examples" / "library.json").read_text()
+    broken = json.loads(sound)
+    broken["task"]["plan"][1]["tool"] = "lend"
+    designs = {"sound.json": sound, "broken.json": json.dumps(broken), "prose.txt": "I would rather not."}
+    flags = []
+    for name, text in designs.items():
+        (tmp_path / name).write_text(text)
+        flags += ["--design", str(tmp_path / name)]
+    out = tmp_path / "run"
+    with mock_model("--tokenizer", "bytes", *flags) as url:
+        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",
+                   "--smoke-seeds", "3", "--designer-format", "spec", "--designer-mode", "tokens",
+                   "--tokenizer", "bytes", "--sandbox-workers", "1"]  # fmt: skip
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    first = read_metrics(out)[0]
+    assert (first.requested, first.replies, first.valid_after_repair) == (3, 3, 1)
+    assert first.rejections == {"parse": 2}, first.rejections  # a plan naming no tool; prose is not JSON
+    assert first.regrets == [0.0] and first.prompt_version == "designer-spec-v1"
+    outcomes = [json.loads(line) for line in (out / "designs.jsonl").read_text().splitlines()]
+    valid = [o for o in outcomes if o["verdict"]["valid"]]
+    assert len(valid) == 1 and valid[0]["mean_plain"] == 1.0
+    assert (out / "worlds" / f"{valid[0]['world_hash'][:16]}.json").read_text() == sound.strip()
+    assert len((out / valid[0]["plays"] / "episodes.jsonl").read_text().splitlines()) == 4
+    broken_outcome = next(o for o in outcomes if o["verdict"]["rejection"] and "lend" in o["verdict"]["rejection"])
+    assert "task.plan[1].tool" in broken_outcome["verdict"]["rejection"]
+    assert all(o["sample"]["tokens"]["grammar"].startswith("%llguidance") for o in outcomes)
+    assert "JSON spec" in outcomes[0]["sample"]["messages"][0]["content"]
+    with WorldMemory.open(out / "memory.sqlite") as memory:
+        remembered = memory.get(valid[0]["world_hash"])
+        assert remembered is not None and remembered.is_spec and remembered.name == "library"

@@ -1,5 +1,9 @@
 """All the gates in order, failing closed: extract, repair, policy, sandbox load, sandbox smoke test.
 
+A model-written spec (`toolworlds.spec`) has gates of its own, `SPEC_GATES`: parse (JSON, the schema and
+the rules between parts), compile (trusted code builds the world and runs the reference plan) and the same
+smoke test, in this process: nothing the model wrote is code, so nothing needs the sandbox.
+
 The smoke test is the same contract check a hand-written world passes (`toolworlds.checks`), played
 through the sandbox: schemas valid, deterministic per seed, every tool callable, the reference plan
 scores 1.0, doing nothing does not, observations bounded JSON, a hint that helps without the answer.
@@ -15,14 +19,17 @@ from typing import Any
 
 import anyio
 
-from toolworlds.checks import CheckResult, answer_leak_rate, check_driver
+from toolworlds.checks import CheckResult, LocalDriver, WorldClass, answer_leak_rate, check_driver
 from toolworlds.play import EpisodeDriver
 from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
+from toolworlds.spec import SpecError, parse_spec
+from toolworlds.spec_compile import compile_spec
 from toolworlds.untrusted.extract import ExtractionError, extract_source
 from toolworlds.untrusted.policy import check_policy
 from toolworlds.untrusted.repair import repair
 
 GATES = ("extract", "repair", "policy", "load", "smoke")
+SPEC_GATES = ("parse", "compile", "smoke")
 DEFAULT_SEEDS = range(8)
 
 
@@ -38,16 +45,18 @@ class Verdict:
     """How far a model-written world got, and why it stopped."""
 
     gates: list[Gate] = field(default_factory=list)
-    source: str | None = None  # the code the later gates judged: extracted, then repaired
+    expected: tuple[str, ...] = GATES  # the gates a valid world passes
+    source: str | None = None  # the code (or spec) the later gates judged: extracted, then repaired
     fixes: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
-    world: WorldInfo | None = None  # loaded in the pool while the world is valid
+    world: WorldInfo | None = None  # loaded in the pool while the world is valid (a spec world: id -1, unloaded)
+    local: WorldClass | None = None  # a valid spec's compiled world, which runs in this process
     valid_without_repair: bool = False
     answer_leak: float | None = None  # share of seeds whose task text holds the reference answer
 
     @property
     def valid(self) -> bool:
-        return len(self.gates) == len(GATES) and all(gate.passed for gate in self.gates)
+        return len(self.gates) == len(self.expected) and all(gate.passed for gate in self.gates)
 
     @property
     def rejection(self) -> str | None:
@@ -132,6 +141,53 @@ async def _judge(
     else:
         await pool.unload(world)
     return verdict
+
+
+async def validate_spec(text: str, *, seeds: Sequence[int] = DEFAULT_SEEDS) -> Verdict:
+    """Run `text` (a model's reply: one JSON spec, bare or in a fenced block) through the spec gates."""
+    verdict = Verdict(expected=SPEC_GATES)
+    source = _fenced_json(text)
+    verdict.source = source
+    try:
+        spec = parse_spec(source)
+    except SpecError as error:
+        verdict.gates.append(Gate("parse", False, _first_problems(error)))
+        return verdict
+    verdict.gates.append(Gate("parse", True, f"{len(spec.tables)} tables, {len(spec.tools)} tools"))
+    try:
+        world = compile_spec(spec)
+    except SpecError as error:
+        verdict.gates.append(Gate("compile", False, _first_problems(error)))
+        return verdict
+    verdict.gates.append(Gate("compile", True, f"{len(spec.task.plan)} planned calls"))
+    verdict.checks, evidence = await check_driver(LocalDriver(world), list(seeds))
+    verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
+    failed = [check for check in verdict.checks if not check.passed]
+    if failed:
+        verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
+        return verdict
+    verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
+    verdict.valid_without_repair = True  # nothing is repaired in a spec
+    verdict.local = world
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in world.tools()]
+    verdict.world = WorldInfo(id=-1, name=world.name, class_name=world.__name__, description=world.description,
+                              max_steps=world.max_steps, tools=tools)  # fmt: skip
+    return verdict
+
+
+def _fenced_json(text: str) -> str:
+    """The spec in a reply: the reply itself, or the body of its first fenced block."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        body = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        return body.rsplit("```", 1)[0].strip()
+    return stripped
+
+
+def _first_problems(error: SpecError, shown: int = 3) -> str:
+    problems = [str(problem) for problem in error.problems]
+    more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
+    return "; ".join(problems[:shown]) + more
 
 
 def run_validation(text: str, seeds: Sequence[int] = DEFAULT_SEEDS, filename: str = "<world>") -> Verdict:

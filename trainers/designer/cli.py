@@ -18,8 +18,10 @@ from engine.endpoints import EndpointPool
 from engine.settings import EpisodeSettings, Mode
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics, completed_iterations, run_iteration
 from trainers.designer.memory import StatusThresholds, WorldMemory
+from trainers.designer.prompt import DesignFormat
 from trainers.designer.regret import RewardSettings
 
 log = structlog.get_logger()
@@ -42,6 +44,9 @@ def design(
     designer_mode: Annotated[
         Literal["chat", "tokens"], typer.Option(help="tokens: keep the designer's sampled ids.")
     ] = "chat",
+    designer_format: Annotated[
+        DesignFormat, typer.Option(help="python: a Python world (sandboxed); spec: a JSON spec, schema-constrained.")
+    ] = "python",
     agent_mode: Annotated[Mode, typer.Option(help="How the agent's plays talk to the model.")] = "chat",
     tokenizer: Annotated[str | None, typer.Option(help="tokens mode: tokenizer (default: the served GGUF).")] = None,
     designer_tokens: Annotated[int, typer.Option(min=64, help="Most tokens in a designer reply.")] = 2048,
@@ -70,6 +75,7 @@ def design(
         tokenizer = tokenizer or str(served.model)
     if "tokens" in (designer_mode, agent_mode) and tokenizer is None:
         raise typer.BadParameter("tokens mode renders prompts itself: give --tokenizer", param_hint="--tokenizer")
+    grammar, constraint = design_constraint(designer_format, tokens=designer_mode == "tokens")
     common = {"model": model, "request_timeout_s": request_timeout, "tokenizer": tokenizer,
               "completions": "llama.cpp" if served is not None else "openai"}  # fmt: skip
     settings = DesignSettings(
@@ -78,8 +84,15 @@ def design(
         plays=plays,
         smoke_seeds=smoke_seeds,
         designer=EpisodeSettings(
-            mode=designer_mode, max_turns=1, max_tokens_per_turn=designer_tokens, temperature=temperature, **common
+            mode=designer_mode,
+            max_turns=1,
+            max_tokens_per_turn=designer_tokens,
+            temperature=temperature,
+            grammar=grammar,
+            extra_body=constraint,
+            **common,
         ),
+        format=designer_format,
         agent=EpisodeSettings(mode=agent_mode, max_turns=agent_turns, max_tokens_per_turn=agent_tokens, **common),
         reward=rewards,
         thresholds=StatusThresholds(),

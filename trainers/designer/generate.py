@@ -7,7 +7,9 @@ recorded, never retried here beyond the pool's own retries, and the design count
 
 from __future__ import annotations
 
+import json
 import time
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -19,6 +21,7 @@ from engine.settings import EpisodeSettings
 from engine.templates import load_template
 from engine.trajectory import TokenTrace, Turn
 from engine.transport import EndpointFailure
+from toolworlds.spec import spec_schema
 
 
 class DesignSample(BaseModel):
@@ -33,6 +36,30 @@ class DesignSample(BaseModel):
     finish_reason: str | None = None
     tokens: TokenTrace | None = None
     latency_s: float = 0.0
+
+
+@cache
+def spec_grammar() -> str:
+    """The grammar a spec designer's reply is sampled under: the spec's JSON schema, as llama.cpp turns it into
+    an llguidance grammar, with a compact layout (keys in the schema's order, one space after `:` and `,`)."""
+    import xllamacpp
+
+    schema = {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
+    schema["x-guidance"] = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
+    grammar: str = xllamacpp.json_schema_to_grammar(json.dumps(schema))
+    return grammar
+
+
+def design_constraint(design_format: str, tokens: bool) -> tuple[str | None, dict[str, Any]]:
+    """(grammar, extra body) that hold a designer's reply to its format: a spec is sampled under the spec
+    grammar in tokens mode and under a JSON-schema response format in chat mode; Python is left free."""
+    if design_format != "spec":
+        return None, {}
+    if tokens:
+        return spec_grammar(), {}
+    schema = {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
+    response_format = {"type": "json_schema", "json_schema": {"name": "toolworld_spec", "schema": schema}}
+    return None, {"response_format": response_format}
 
 
 async def sample_design(

@@ -24,18 +24,18 @@ import structlog
 from pydantic import BaseModel, Field
 
 from engine.endpoints import EndpointPool
-from engine.environments import SandboxWorlds
+from engine.environments import LocalWorlds, SandboxWorlds
 from engine.rollout import RolloutPlan, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from toolworlds.sandbox import SandboxPool
-from toolworlds.untrusted.validate import Verdict, validate
+from toolworlds.untrusted.validate import Verdict, validate, validate_spec
 from trainers import journal
 from trainers.corpus import Corpus
 from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
 from trainers.designer.generate import DesignSample, sample_design
 from trainers.designer.memory import RememberedWorld, StatusThresholds, WorldMemory, code_hash
-from trainers.designer.prompt import PROMPT_VERSION, designer_messages
+from trainers.designer.prompt import PROMPT_VERSION, DesignFormat, designer_messages, prompt_version
 from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
 
 log = structlog.get_logger()
@@ -55,6 +55,7 @@ class DesignSettings:
     thresholds: StatusThresholds = field(default_factory=StatusThresholds)
     memory_examples: int = 1  # per status
     concurrency: int = 16  # agent episodes at once
+    format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
 
 
 @dataclass
@@ -130,12 +131,11 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     samples = []
     for index in range(settings.documents):
         document = run.corpus.sample(rng)
-        messages = designer_messages(document, examples)
+        messages = designer_messages(document, examples, settings.format)
         for generation in range(settings.generations):
             key = f"designer/{iteration}/{index}/{generation}"
-            samples.append(
-                DesignSample(key=key, document=document.source, prompt_version=PROMPT_VERSION, messages=messages)
-            )
+            version = prompt_version(settings.format)
+            samples.append(DesignSample(key=key, document=document.source, prompt_version=version, messages=messages))
     clock = {"generation": time.perf_counter()}
 
     async with anyio.create_task_group() as group:
@@ -149,7 +149,11 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     verdicts: list[Verdict | None] = [None] * len(samples)
 
     async def judge(index: int, reply: str) -> None:
-        verdicts[index] = await validate(reply, run.sandbox, seeds=range(settings.smoke_seeds), filename="world.py")
+        seeds = range(settings.smoke_seeds)
+        if settings.format == "spec":
+            verdicts[index] = await validate_spec(reply, seeds=seeds)
+        else:
+            verdicts[index] = await validate(reply, run.sandbox, seeds=seeds, filename="world.py")
 
     async with anyio.create_task_group() as group:
         for index, sample in enumerate(samples):
@@ -181,7 +185,8 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     plays = run.out / "worlds" / digest[:16] / sample.key.replace("/", "-")  # fresh plays for each design
     outcome.plays = str(plays.relative_to(run.out))
     regret = await _play_both_ways(run, verdict, digest, plays)
-    await run.sandbox.unload(verdict.world)
+    if verdict.local is None:
+        await run.sandbox.unload(verdict.world)
     outcome.regret, outcome.masked_plays = regret.value, regret.masked
     outcome.mean_plain, outcome.mean_hinted = regret.mean_plain, regret.mean_hinted
     outcome.reward = designer_reward(regret, run.settings.reward)
@@ -211,15 +216,15 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directo
     assert verdict.world is not None and verdict.source is not None
     worlds = run.out / "worlds"
     worlds.mkdir(parents=True, exist_ok=True)
-    path = worlds / f"{digest[:16]}.py"
+    spec = verdict.local is not None  # a spec world runs here; Python only in the sandbox
+    path = worlds / f"{digest[:16]}.{'json' if spec else 'py'}"
     path.write_text(verdict.source)
     plan = RolloutPlan(
         run=run.run, world=str(path), tasks=run.settings.plays, hints="both", settings=run.settings.agent
     )
+    environments = LocalWorlds(str(path)) if spec else SandboxWorlds(run.sandbox, verdict.world)
     with TrajectoryStore.open(directory, plan) as store:
-        await run_rollout(
-            plan, store, run.endpoints, SandboxWorlds(run.sandbox, verdict.world), run.settings.concurrency
-        )
+        await run_rollout(plan, store, run.endpoints, environments, run.settings.concurrency)
     plays = [
         Play(record.key.hinted, None if record.status == "infra_error" else record.reward)
         for record in read_records(directory)

@@ -82,6 +82,11 @@ class RememberedWorld:
     reuse_count: int = 0
     created_at: float = 0.0
 
+    @property
+    def is_spec(self) -> bool:
+        """Whether the source is a JSON spec (compiled by trusted code) rather than Python (sandboxed)."""
+        return self.source.lstrip().startswith("{")
+
     def line(self) -> str:
         """One line for the designer's prompt: what was built, and how the agent fared."""
         return (

@@ -8,11 +8,23 @@ edit: runs record it.
 
 from __future__ import annotations
 
-from toolworlds.examples import EXAMPLE_WORLD
+import json
+from typing import Literal
+
+from toolworlds.examples import EXAMPLE_SPEC, EXAMPLE_WORLD
+from toolworlds.spec import Spec, parse_spec
 from trainers.corpus import Document
 from trainers.designer.memory import RememberedWorld
 
+DesignFormat = Literal["python", "spec"]
 PROMPT_VERSION = "designer-v1"
+SPEC_PROMPT_VERSION = "designer-spec-v1"
+
+
+def compact_spec(spec: Spec) -> str:
+    """A spec the way the designer writes one under the spec grammar: keys in the schema's order, defaults
+    left out, one space after `:` and `,` and nowhere else."""
+    return json.dumps(json.loads(spec.model_dump_json(exclude_defaults=True)), separators=(", ", ": "))
 
 
 SYSTEM = (
@@ -55,16 +67,55 @@ give partial credit, and make the hint helpful but not the answer.
 Reply with the complete Python file in one ```python code block."""
 
 
-def designer_messages(document: Document, memory: list[RememberedWorld]) -> list[dict[str, str]]:
-    """The chat messages that ask the designer for one world."""
+SPEC_SYSTEM = """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
+You write a toolworld as one JSON spec:
+- `tables` hold the hidden state: each table has a `key` field, typed `fields` and its `records`.
+- `tools` each do one kind of operation on one table: `lookup` (a record by its key), `search` (records
+  whose `field` contains a text), `list` (every record, or those whose `filter_by` field has a value),
+  `update` (set `field` of a record to `value`, or to one of `values`, optionally only along
+  `transitions`), `create`, `delete`, `transfer` (move an amount of `field` from one record to another,
+  keeping the source at or above `minimum`).
+- `task`: the `instruction` is all the agent sees; the `hint` helps without giving away ids, amounts or the
+  answer; the `plan` is the reference solution as tool calls, and must succeed; every change it makes is a
+  goal; a `question` names the record field whose value is the answer; `untouched` lists records
+  (`table/key`) that must not change.
+
+Here is a complete spec:
+""" + compact_spec(parse_spec(EXAMPLE_SPEC))
+
+SPEC_REQUEST = """Write one new toolworld spec grounded in the document below: its tables, tools and task should
+come from what the document describes. Make the task take two or three tool calls, and make the hint
+helpful but not the answer.
+
+Document ({title}):
+{text}
+{memory}
+Reply with the JSON spec only."""
+
+SPEC_NO_DOCUMENT = """Write one new toolworld spec in a domain of your choice. Make the task take two or three tool
+calls, and make the hint helpful but not the answer.
+{memory}
+Reply with the JSON spec only."""
+
+
+def prompt_version(design_format: DesignFormat) -> str:
+    return SPEC_PROMPT_VERSION if design_format == "spec" else PROMPT_VERSION
+
+
+def designer_messages(
+    document: Document, memory: list[RememberedWorld], design_format: DesignFormat = "python"
+) -> list[dict[str, str]]:
+    """The chat messages that ask the designer for one world, as Python or as a spec."""
     remembered = ""
     if memory:
         lines = "\n".join(world.line() for world in memory)
         remembered = (
             "\nWorlds you wrote before, and how the agent did (aim between too easy and too hard):\n" + lines + "\n"
         )
+    spec = design_format == "spec"
     if not document.text.strip():  # the no-corpus ablation
-        request = NO_DOCUMENT.format(memory=remembered)
+        request = (SPEC_NO_DOCUMENT if spec else NO_DOCUMENT).format(memory=remembered)
     else:
-        request = REQUEST.format(title=document.title, text=document.text.strip(), memory=remembered)
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": request}]
+        template = SPEC_REQUEST if spec else REQUEST
+        request = template.format(title=document.title, text=document.text.strip(), memory=remembered)
+    return [{"role": "system", "content": SPEC_SYSTEM if spec else SYSTEM}, {"role": "user", "content": request}]
