@@ -252,6 +252,7 @@ def _metrics(
     total = sum(clock.values())
     return IterationMetrics(
         iteration=iteration,
+        prompt_version=prompt_version(run.settings.format),
         finished_at=time.time(),
         requested=len(outcomes),
         replies=len(judged),
