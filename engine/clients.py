@@ -68,7 +68,7 @@ def _as_openai_completion(native: dict[str, Any]) -> dict[str, Any]:
 
     `tokens` holds every sampled id. `completion_probabilities` has one entry per whole character: a token
     that ends mid-character (a UTF-8 lead byte) has no entry, and the entry that completes the character is
-    the last token's, so an id without an entry gets an unknown logprob (NaN), never a guessed one.
+    the last token's, so an id without an entry gets an unknown logprob (None), never a guessed one.
     """
     if not isinstance(native.get("tokens"), list):
         raise EndpointFailure("bad_response", "llama.cpp's /completion answer has no tokens", retryable=False)

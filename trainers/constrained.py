@@ -43,10 +43,6 @@ class Restriction:
     refused: list[int] = field(default_factory=list)  # sampled tokens the rebuilt grammar refused (their
     # reply is left unrestricted from there on): the sampler and the trainer disagreed on the grammar
 
-    @property
-    def disagreements(self) -> int:
-        return len(self.refused)
-
     def admitted(self, vocab: int) -> Any:
         """The admitted sets as a torch bool tensor [positions, vocab]."""
         import torch
@@ -166,8 +162,6 @@ class GrammarRestrictions:
         self.tokenizer = tokenizer
         self._admitted: AdmittedTokens | None = None  # built with the first row that has a grammar
         self._rows: dict[tuple[tuple[int, ...], tuple[int, ...]], Restriction] = {}
-        self.restricted_tokens = 0
-        self.disagreements = 0
 
     def prepare(self, rows: list[TrainingRow]) -> None:
         """Rebuild the admitted sets of a new batch (the previous batch's are dropped)."""
@@ -179,10 +173,7 @@ class GrammarRestrictions:
             if key not in self._rows:
                 if self._admitted is None:
                     self._admitted = AdmittedTokens(self.tokenizer)
-                restriction = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask)
-                self._rows[key] = restriction
-                self.restricted_tokens += len(restriction.positions)
-                self.disagreements += restriction.disagreements
+                self._rows[key] = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask)
 
     def find(self, prompt_ids: list[int], completion_ids: list[int]) -> Restriction | None:
         return self._rows.get((tuple(prompt_ids), tuple(completion_ids)))

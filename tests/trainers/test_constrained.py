@@ -53,7 +53,7 @@ def test_the_admitted_sets_are_the_tokens_whose_text_can_still_become_a_call(pol
     _, completion, mask = episode(tokenizer)
     reply = completion[: mask.index(0)]
     restriction = AdmittedTokens(tokenizer).restriction(call_grammar(TOOLS), completion, mask)
-    assert restriction.disagreements == 0
+    assert not restriction.refused
     admitted = restriction.admitted(len(tokenizer))
     texts = [tokenizer.decode([token]) for token in range(len(tokenizer))]
     clean = [token for token, text in enumerate(texts) if text and "\ufffd" not in text]  # whole characters

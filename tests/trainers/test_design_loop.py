@@ -14,17 +14,24 @@ from tests.engine.conftest import mock_model
 from tests.sandbox.conftest import LIBRARY_SOURCE
 from tests.sandbox.test_validate import FREE_LUNCH
 from tests.servers import SPADEWORK
+from toolworlds.examples import EXAMPLE_SPEC
 from trainers.designer.loop import DesignOutcome, read_metrics
 from trainers.designer.memory import WorldMemory
 from trainers.rows import designer_rows
 
 
-def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
-    designs = {"sound.py": LIBRARY_SOURCE, "free_lunch.py": FREE_LUNCH, "prose.txt": "I would rather not."}
+def design_flags(directory: Path, designs: dict[str, str]) -> list[str]:
+    """The mock's `--design FILE` flags for these replies, each written to a file in `directory`."""
     flags = []
     for name, text in designs.items():
-        (tmp_path / name).write_text(text)
-        flags += ["--design", str(tmp_path / name)]
+        (directory / name).write_text(text)
+        flags += ["--design", str(directory / name)]
+    return flags
+
+
+def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
+    designs = {"sound.py": LIBRARY_SOURCE, "free_lunch.py": FREE_LUNCH, "prose.txt": "I would rather not."}
+    flags = design_flags(tmp_path, designs)
     out = tmp_path / "run"
     with mock_model(*flags) as url:
         command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",
@@ -68,10 +75,7 @@ def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
 
 def test_g_generations_per_document_form_one_token_exact_designer_group(tmp_path: Path) -> None:
     designs = {"sound.py": LIBRARY_SOURCE, "free_lunch.py": FREE_LUNCH}
-    flags = []
-    for name, text in designs.items():
-        (tmp_path / name).write_text(text)
-        flags += ["--design", str(tmp_path / name)]
+    flags = design_flags(tmp_path, designs)
     out = tmp_path / "run"
     with mock_model("--tokenizer", "bytes", *flags) as url:
         command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "1",
@@ -94,14 +98,11 @@ def test_g_generations_per_document_form_one_token_exact_designer_group(tmp_path
 def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -> None:
     """`--designer-format spec`: the reply is a JSON spec sampled under the spec grammar (recorded with the
     trace), judged by the spec gates, compiled by trusted code and played here; a broken plan is named."""
-    sound = (Path(__file__).parents[2] / "toolworlds" / "examples" / "library.json").read_text()
+    sound = EXAMPLE_SPEC
     broken = json.loads(sound)
     broken["task"]["plan"][1]["tool"] = "lend"
     designs = {"sound.json": sound, "broken.json": json.dumps(broken), "prose.txt": "I would rather not."}
-    flags = []
-    for name, text in designs.items():
-        (tmp_path / name).write_text(text)
-        flags += ["--design", str(tmp_path / name)]
+    flags = design_flags(tmp_path, designs)
     out = tmp_path / "run"
     with mock_model("--tokenizer", "bytes", *flags) as url:
         command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",

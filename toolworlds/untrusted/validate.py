@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from toolworlds.checks import CheckResult, LocalDriver, WorldClass, answer_leak_rate, check_driver
+from toolworlds.checks import CheckResult, LocalDriver, WorldClass, WorldDriver, answer_leak_rate, check_driver
 from toolworlds.play import EpisodeDriver
 from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
 from toolworlds.spec import SpecError, parse_spec
@@ -118,9 +118,7 @@ async def _judge(
     """Gates 3 to 5 on `source`, appended to `verdict`."""
     violations = check_policy(source, filename)
     if violations:
-        shown = "; ".join(str(violation) for violation in violations[:3])
-        more = f" (and {len(violations) - 3} more)" if len(violations) > 3 else ""
-        verdict.gates.append(Gate("policy", False, shown + more))
+        verdict.gates.append(Gate("policy", False, _first_few(violations)))
         return verdict
     verdict.gates.append(Gate("policy", True, "allowed imports and names only"))
     try:
@@ -129,13 +127,7 @@ async def _judge(
         verdict.gates.append(Gate("load", False, str(error)))
         return verdict
     verdict.gates.append(Gate("load", True, f"{world.name}: {len(world.tools)} tools"))
-    verdict.checks, evidence = await check_driver(SandboxDriver(pool, world), list(seeds))
-    verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
-    failed = [check for check in verdict.checks if not check.passed]
-    if failed:
-        verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
-    else:
-        verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
+    await _smoke(verdict, SandboxDriver(pool, world), seeds)
     if verdict.valid and keep:
         verdict.world = world
     else:
@@ -151,22 +143,17 @@ async def validate_spec(text: str, *, seeds: Sequence[int] = DEFAULT_SEEDS) -> V
     try:
         spec = parse_spec(source)
     except SpecError as error:
-        verdict.gates.append(Gate("parse", False, _first_problems(error)))
+        verdict.gates.append(Gate("parse", False, _first_few(error.problems)))
         return verdict
     verdict.gates.append(Gate("parse", True, f"{len(spec.tables)} tables, {len(spec.tools)} tools"))
     try:
         world = compile_spec(spec)
     except SpecError as error:
-        verdict.gates.append(Gate("compile", False, _first_problems(error)))
+        verdict.gates.append(Gate("compile", False, _first_few(error.problems)))
         return verdict
     verdict.gates.append(Gate("compile", True, f"{len(spec.task.plan)} planned calls"))
-    verdict.checks, evidence = await check_driver(LocalDriver(world), list(seeds))
-    verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
-    failed = [check for check in verdict.checks if not check.passed]
-    if failed:
-        verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
+    if not await _smoke(verdict, LocalDriver(world), seeds):
         return verdict
-    verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
     verdict.valid_without_repair = True  # nothing is repaired in a spec
     verdict.local = world
     tools = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in world.tools()]
@@ -184,10 +171,22 @@ def _fenced_json(text: str) -> str:
     return stripped
 
 
-def _first_problems(error: SpecError, shown: int = 3) -> str:
-    problems = [str(problem) for problem in error.problems]
+async def _smoke(verdict: Verdict, driver: WorldDriver, seeds: Sequence[int]) -> bool:
+    """The contract checks (`toolworlds.checks`) as the last gate, appended to `verdict`; whether they passed."""
+    verdict.checks, evidence = await check_driver(driver, list(seeds))
+    verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
+    failed = [check for check in verdict.checks if not check.passed]
+    if failed:
+        verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
+    else:
+        verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
+    return not failed
+
+
+def _first_few(problems: Sequence[object], shown: int = 3) -> str:
+    """The first problems in one line, and how many more there are."""
     more = f" (and {len(problems) - shown} more)" if len(problems) > shown else ""
-    return "; ".join(problems[:shown]) + more
+    return "; ".join(str(problem) for problem in problems[:shown]) + more
 
 
 def run_validation(text: str, seeds: Sequence[int] = DEFAULT_SEEDS, filename: str = "<world>") -> Verdict:

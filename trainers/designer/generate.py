@@ -38,13 +38,18 @@ class DesignSample(BaseModel):
     latency_s: float = 0.0
 
 
+def _bare_spec_schema() -> dict[str, Any]:
+    """The published spec schema without its `$schema` and `$id` (a response format and a grammar want the body)."""
+    return {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
+
+
 @cache
 def spec_grammar() -> str:
     """The grammar a spec designer's reply is sampled under: the spec's JSON schema, as llama.cpp turns it into
     an llguidance grammar, with a compact layout (keys in the schema's order, one space after `:` and `,`)."""
     import xllamacpp
 
-    schema = {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
+    schema = _bare_spec_schema()
     schema["x-guidance"] = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
     grammar: str = xllamacpp.json_schema_to_grammar(json.dumps(schema))
     return grammar
@@ -57,8 +62,7 @@ def design_constraint(design_format: str, tokens: bool) -> tuple[str | None, dic
         return None, {}
     if tokens:
         return spec_grammar(), {}
-    schema = {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
-    response_format = {"type": "json_schema", "json_schema": {"name": "toolworld_spec", "schema": schema}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "toolworld_spec", "schema": _bare_spec_schema()}}
     return None, {"response_format": response_format}
 
 
