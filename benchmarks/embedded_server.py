@@ -12,7 +12,11 @@ answers, over real HTTP:
    with the first call of the world's reference solution: well-formed (one call of a known tool, arguments
    an object), right tool, right tool with exactly the right arguments.
 
-(1) and (2) run `--repeats` times; medians are shown with the ratio to one request at a time.
+4. OpenMP waiting: generation at 1 and 4 requests at once, and the server's CPU use while idle, with
+   llama.cpp's threads spinning before they sleep at each barrier (the default, `LLAMA_OPENMP_SPIN`) and
+   sleeping at once (`GOMP_SPINCOUNT=0`: what the inherited `OMP_WAIT_POLICY=PASSIVE` gave before).
+
+(1), (2) and (4) run `--repeats` times; medians are shown with the ratio to one request at a time.
 
     python benchmarks/embedded_server.py                  # or: just bench-serve
     python benchmarks/embedded_server.py --model path/to/other.gguf --quality-tasks 20
@@ -22,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -32,7 +38,7 @@ from rich.table import Table
 
 from engine.environments import LocalWorlds
 from engine.episode import FINISH_FUNCTION, opening_messages
-from engine.llama_server import EmbeddedServer, ServerSettings
+from engine.llama_server import LLAMA_OPENMP_SPIN, EmbeddedServer, ServerSettings
 from engine.local_models import resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
 from toolworlds.core import ToolCall
@@ -145,6 +151,42 @@ async def tool_quality(base: str, worlds: list[str], tasks: int, max_tokens: int
     return table
 
 
+async def _generation_medians(base: str, levels: list[int], repeats: int, max_tokens: int) -> dict[int, float]:
+    rates: dict[int, list[float]] = {level: [] for level in levels}
+    async with httpx.AsyncClient(timeout=600) as client:
+        await generation_rate(client, base, 1, 8, salt=99)  # warm-up
+        for repeat in range(repeats):
+            for level in levels:
+                rates[level].append(await generation_rate(client, base, level, max_tokens, salt=repeat))
+    return {level: statistics.median(values) for level, values in rates.items()}
+
+
+def openmp_waiting(settings: ServerSettings, repeats: int, max_tokens: int, idle_s: float = 3.0) -> Table:
+    """The same server under two OpenMP wait settings: generation speed and CPU burnt while idle."""
+    levels = [1, 4]
+    variants = {f"spin {LLAMA_OPENMP_SPIN['GOMP_SPINCOUNT']} (default)": None, "sleep at once (before)": "0"}
+    table = Table(title=f"OpenMP waiting in the server (median of {repeats})")
+    for column in ("threads wait by", *(f"{level} at once tok/s" for level in levels), "idle CPU s / s"):
+        table.add_column(column, justify="right")
+    saved = os.environ.get("GOMP_SPINCOUNT")
+    try:
+        for label, spin in variants.items():
+            os.environ.pop("GOMP_SPINCOUNT", None)
+            if spin is not None:
+                os.environ["GOMP_SPINCOUNT"] = spin  # the child inherits it; the server's default yields to it
+            with EmbeddedServer(settings) as server:
+                rates = asyncio.run(_generation_medians(server.base_url, levels, repeats, max_tokens))
+                idle = server.cpu_seconds()
+                time.sleep(idle_s)
+                idle = (server.cpu_seconds() - idle) / idle_s
+            table.add_row(label, *(f"{rates[level]:.1f}" for level in levels), f"{idle:.2f}")
+    finally:
+        os.environ.pop("GOMP_SPINCOUNT", None)
+        if saved is not None:
+            os.environ["GOMP_SPINCOUNT"] = saved
+    return table
+
+
 def _first_call(world_name: str, seed: int) -> ToolCall | None:
     world = load_world(world_name)()
     world.reset(seed)
@@ -162,6 +204,7 @@ def main() -> None:
     parser.add_argument("--worlds", nargs="+", default=["banking", "ticketing", "orders"])
     parser.add_argument("--quality-tasks", type=int, default=10, help="seeds per world (0: skip)")
     parser.add_argument("--reply-tokens", type=int, default=512, help="max tokens per reply (the engine's default)")
+    parser.add_argument("--no-openmp", action="store_true", help="skip the OpenMP waiting comparison")
     args = parser.parse_args()
     console = Console()
     settings = ServerSettings(model=resolve_gguf(args.model), parallel=args.parallel, context=4096)
@@ -173,6 +216,8 @@ def main() -> None:
             console.print(
                 asyncio.run(tool_quality(server.base_url, args.worlds, args.quality_tasks, args.reply_tokens))
             )
+    if not args.no_openmp:
+        console.print(openmp_waiting(replace(settings, parallel=4), args.repeats, args.max_tokens))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,15 @@ ERROR_PREFIX = "spadework serve: error: "
 EXACT_SAMPLING: dict[str, object] = {"top_k": 0, "top_p": 1.0, "min_p": 0.0}
 
 
+# llama.cpp's CPU threads (OpenMP) meet at a barrier after every operation, hundreds of times a token.
+# spadework sets OMP_WAIT_POLICY=PASSIVE for torch (spadework/__init__.py), and a server process inherits it:
+# every barrier became a futex sleep and the embedded model decoded at 40 ms a token on 2 cores instead of 20.
+# A bounded spin before sleeping keeps the speed, and idle threads still sleep (0.02 s of CPU in 3 idle
+# seconds, against 3.0 s under OMP_WAIT_POLICY=ACTIVE, which would take a core from the trainer).
+# Measured by benchmarks/embedded_server.py. libgomp reads it once, when llama.cpp loads.
+LLAMA_OPENMP_SPIN = {"GOMP_SPINCOUNT": "1000000"}
+
+
 def default_threads() -> int:
     return os.cpu_count() or 1
 
@@ -101,6 +110,8 @@ def check_port_free(host: str, port: int) -> None:
 
 def start_llama(settings: ServerSettings) -> Any:
     """Start llama.cpp's server in this process; returns the `xllamacpp.Server` (it serves until deleted)."""
+    for name, value in LLAMA_OPENMP_SPIN.items():
+        os.environ.setdefault(name, value)  # before xllamacpp loads libgomp; a value set by the user wins
     import xllamacpp
 
     check_port_free(settings.host, settings.port)
@@ -202,6 +213,13 @@ class EmbeddedServer:
             "embedded server ready", url=self._url, seconds=round(time.monotonic() - started, 2), log=self._log.name
         )
         return self._url
+
+    def cpu_seconds(self) -> float:
+        """CPU time the server process has used so far (user + system), from /proc: Linux only."""
+        if self._process is None:
+            raise RuntimeError("the embedded server is not running")
+        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def share_prefix(self, prompt_ids: list[int]) -> int:
         """Compute the KV cache of `prompt_ids` once and copy it into every slot; returns the slots primed.

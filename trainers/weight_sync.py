@@ -58,8 +58,10 @@ class GGUFReloadSync:
         self.served_model: str | None = None
 
     def start(self, model: Any, resumed: bool) -> None:
-        if resumed:  # the server started on the base GGUF; a resumed policy has moved on from it
-            self.push(model)
+        # Always, even before any update: the base GGUF is quantized (the embedded default is Q4_1, run by
+        # kernels that also quantize activations), the exports are not. Serving the base first would make
+        # "before training" a different program from "after" beyond the training, and its number unfair.
+        self.push(model)
 
     def push(self, model: Any) -> int:
         started = time.perf_counter()

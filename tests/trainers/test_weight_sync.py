@@ -95,6 +95,20 @@ def test_full_update_reaches_the_server(server: EmbeddedServer, policy: tuple[An
     assert tokenizer.decode(after).startswith(TARGET[:10])
 
 
+def test_start_serves_the_untrained_policy_as_exported(
+    server: EmbeddedServer, policy: tuple[Any, Any], tmp_path: Path
+) -> None:
+    """Before any update the server must already run the export, not the quantized base it started on:
+    the held-out measurement before training and the one after must differ only by the training."""
+    model, tokenizer = policy
+    server.reload(default_gguf())
+    sync = GGUFReloadSync(server, default_gguf(), tmp_path, dtype="f16")
+    sync.start(model, resumed=False)
+    assert sync.version == 1
+    assert server.settings.model.parent == tmp_path
+    assert_in_sync(server, model, prompt_ids(tokenizer), sync)
+
+
 def test_lora_is_merged_for_the_server(server: EmbeddedServer, policy: tuple[Any, Any], tmp_path: Path) -> None:
     from peft import LoraConfig, get_peft_model
 
