@@ -123,9 +123,8 @@ def task_seeds(config: TrainConfig, plan: dict[str, int]) -> dict[str, dict[str,
 async def _collect(config: TrainConfig, out: Path, server: EmbeddedServer, plays: dict[str, int],
                    seeds: dict[str, dict[str, list[int]]]) -> None:  # fmt: skip
     suite = SUITES[config.agent.suite]
-    agent = agent_settings(
-        config, config.policy.served_name, str(server.settings.model), dict(EXACT_SAMPLING), "llama.cpp"
-    )
+    agent = agent_settings(config, config.policy.served_name, str(server.settings.model), dict(EXACT_SAMPLING),
+                           "llama.cpp", server.settings.context)  # fmt: skip
     async with EndpointPool.open([server.base_url]) as pool:
         for split in SPLITS:
             for world, world_seeds in seeds[split].items():

@@ -72,7 +72,9 @@ def rollout(
     env_concurrency: Annotated[int, typer.Option(min=1, help="World steps running at once.")] = 64,
     max_turns: Annotated[int, typer.Option(min=1)] = 30,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per turn.")] = 512,
-    episode_tokens: Annotated[int | None, typer.Option(min=1, help="Token budget per episode.")] = None,
+    episode_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Token budget per episode [default: the embedded server's context].")
+    ] = None,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     token_ids: Annotated[
         bool, typer.Option(help="chat: ask for token ids and logprobs (vLLM return_token_ids).")
@@ -121,7 +123,7 @@ def rollout(
         model=model,
         max_turns=max_turns,
         max_tokens_per_turn=max_tokens,
-        max_episode_tokens=episode_tokens,
+        max_episode_tokens=episode_tokens or (served.context if served is not None else None),
         temperature=temperature,
         request_timeout_s=request_timeout,
         episode_timeout_s=episode_timeout,

@@ -181,8 +181,8 @@ class Episode:
                 turn.env_s = time.perf_counter() - env_started
             client.observe(self.messages[answered:])
             budget = self.settings.max_episode_tokens
-            if budget is not None and client.tokens_used >= budget:
-                await self._end_on_state("token_budget")
+            if budget is not None and client.tokens_used + self.settings.max_tokens_per_turn > budget:
+                await self._end_on_state("token_budget")  # the next turn might not fit: end on the state
         await self._end_on_state("turn_limit")
 
     async def _act(self, reply: ParsedReply, turn: Turn) -> None:

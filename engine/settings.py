@@ -19,7 +19,12 @@ class EpisodeSettings(BaseModel):
     model: str = "default"
     max_turns: int = 30
     max_tokens_per_turn: int = 512
-    max_episode_tokens: int | None = None
+    max_episode_tokens: int | None = Field(
+        None,
+        description="Tokens one episode may hold: it ends (truncated, scored on its state) before a turn of "
+        "`max_tokens_per_turn` could take it past this. Set it to the server's context per request, so an episode "
+        "that fills the context is an outcome, not a refused request.",
+    )
     temperature: float = 1.0
     request_timeout_s: float = 120.0
     episode_timeout_s: float = 1800.0

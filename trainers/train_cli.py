@@ -187,7 +187,9 @@ async def _run(
     # vLLM does both by default (started with --logprobs-mode processed_logprobs).
     sampling = dict(EXACT_SAMPLING) if server is not None else {}
     completions: Completions = "llama.cpp" if server is not None else "openai"  # llama.cpp's API with every id
-    agent = agent_settings(config, name, tokenizer, sampling, completions)
+    # An episode that fills a slot's context ends on its state, not in a request the server refuses.
+    context = server.settings.context if server is not None else None
+    agent = agent_settings(config, name, tokenizer, sampling, completions, context)
     grammar, constraint = design_constraint(config.designer.format, tokens=bool(tokenizer))
     designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=name, max_turns=1,
                                max_tokens_per_turn=config.designer.max_tokens, extra_body={**sampling, **constraint},
@@ -234,13 +236,14 @@ async def _run(
 
 
 def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: dict[str, object],
-                   completions: Completions = "openai") -> EpisodeSettings:  # fmt: skip
-    """How the agent plays in this run (training plays and held-out evaluations alike)."""
+                   completions: Completions = "openai", context: int | None = None) -> EpisodeSettings:  # fmt: skip
+    """How the agent plays in this run (training plays and held-out evaluations alike); `context`: the tokens
+    a server slot holds, which no episode may outgrow."""
     knobs = config.agent
     return EpisodeSettings(mode=knobs.mode, model=model, max_turns=knobs.max_turns,
-                           max_tokens_per_turn=knobs.max_tokens_per_turn, call_schema=knobs.call_schema,
-                           temperature=knobs.temperature, tokenizer=tokenizer, extra_body=sampling,
-                           completions=completions)  # fmt: skip
+                           max_tokens_per_turn=knobs.max_tokens_per_turn, max_episode_tokens=context,
+                           call_schema=knobs.call_schema, temperature=knobs.temperature, tokenizer=tokenizer,
+                           extra_body=sampling, completions=completions)  # fmt: skip
 
 
 def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSettings, ranks: Ranks,

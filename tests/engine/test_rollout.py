@@ -31,6 +31,25 @@ async def test_the_oracle_model_solves_every_world(tmp_path: Path, oracle_url: s
         assert record.messages[-1]["tool_calls"][0]["function"]["name"] == "finish"
 
 
+async def test_an_episode_ends_on_its_state_before_a_turn_could_outgrow_the_token_budget(
+    tmp_path: Path, oracle_url: str
+) -> None:
+    """A server refuses a prompt longer than its context (llama.cpp: HTTP 400), which made an episode that filled
+    it an infrastructure failure, dropped from the measurement. The engine must stop first, and score the state."""
+    _, solved = await play(tmp_path / "free", [oracle_url], tasks=1)
+    first = solved[0].turns[0]
+    assert len(solved[0].turns) >= 2 and first.prompt_tokens and first.completion_tokens
+    reply = 512  # max_tokens_per_turn
+    # Room for the first turn; a second reply of full length would not fit.
+    budget = first.prompt_tokens + first.completion_tokens + reply - 1
+    stats, records = await play(tmp_path / "tight", [oracle_url], tasks=1, max_tokens_per_turn=reply,
+                                max_episode_tokens=budget)  # fmt: skip
+    assert stats.statuses == {"truncated": 1}
+    for record in records:
+        assert record.cause == "token_budget" and len(record.turns) == 1
+        assert record.reward is not None and record.scorecard  # scored on the state the first call left
+
+
 async def test_each_tool_result_answers_its_call_id(tmp_path: Path, oracle_url: str) -> None:
     _, records = await play(tmp_path, [oracle_url], tasks=3)
     for record in records:

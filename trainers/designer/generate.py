@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -38,18 +39,79 @@ class DesignSample(BaseModel):
     latency_s: float = 0.0
 
 
+@dataclass(frozen=True)
+class SpecBudget:
+    """How big a spec the designer may write, held by its grammar.
+
+    Unbounded, the embedded model ran out of tokens in 29 of 32 specs: it listed records or repeated a
+    field until the budget ended, and the JSON never closed. These caps keep the largest spec the grammar
+    admits near the designer's token budget; every spec within them is valid under the published schema
+    (they only tighten it), and the prompt's example fits them.
+    """
+
+    tables: int = 2
+    fields: int = 5  # per table
+    records: int = 5  # per table
+    tools: int = 3
+    plan: int = 3  # calls
+    untouched: int = 2
+    choices: int = 5  # an enum's values, an update's values
+    transitions: int = 3
+    arguments: int = 3  # per planned call
+    text: int = 120  # characters of any string
+
+    def limits(self) -> dict[tuple[str, str], dict[str, int]]:
+        """(schema definition, property) -> the JSON Schema keywords that cap it."""
+        items = {("Spec", "tables"): self.tables, ("Spec", "tools"): self.tools, ("TableSpec", "records"): self.records,
+                 ("TaskSpec", "plan"): self.plan, ("TaskSpec", "untouched"): self.untouched,
+                 ("FieldSpec", "enum"): self.choices, ("UpdateTool", "values"): self.choices,
+                 ("UpdateTool", "transitions"): self.transitions}  # fmt: skip
+        limits = {where: {"maxItems": count} for where, count in items.items()}
+        limits[("TableSpec", "fields")] = {"maxProperties": self.fields}
+        limits[("PlannedCall", "arguments")] = {"maxProperties": self.arguments}
+        return limits
+
+
+SPEC_BUDGET = SpecBudget()
+
+
 def _bare_spec_schema() -> dict[str, Any]:
     """The published spec schema without its `$schema` and `$id` (a response format and a grammar want the body)."""
     return {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
 
 
+def design_schema(budget: SpecBudget = SPEC_BUDGET) -> dict[str, Any]:
+    """The schema a designer's spec is sampled under: the published one within `budget`."""
+    schema = _bare_spec_schema()
+    definitions = {"Spec": schema, **schema["$defs"]}
+    for (definition, name), keywords in budget.limits().items():
+        node = definitions[definition]["properties"][name]
+        for target in node.get("anyOf", [node]):  # an optional list: cap the list, not the null
+            if target.get("type") in ("array", "object"):
+                target.update(keywords)
+    _cap_strings(schema, budget.text)
+    return schema
+
+
+def _cap_strings(node: Any, length: int) -> None:
+    if isinstance(node, dict):
+        kinds = node.get("type")
+        if kinds == "string" or (isinstance(kinds, list) and "string" in kinds):
+            node["maxLength"] = min(node.get("maxLength", length), length)
+        for value in node.values():
+            _cap_strings(value, length)
+    elif isinstance(node, list):
+        for value in node:
+            _cap_strings(value, length)
+
+
 @cache
 def spec_grammar() -> str:
-    """The grammar a spec designer's reply is sampled under: the spec's JSON schema, as llama.cpp turns it into
-    an llguidance grammar, with a compact layout (keys in the schema's order, one space after `:` and `,`)."""
+    """The grammar a spec designer's reply is sampled under: `design_schema()`, as llama.cpp turns it into an
+    llguidance grammar, with a compact layout (keys in the schema's order, one space after `:` and `,`)."""
     import xllamacpp
 
-    schema = _bare_spec_schema()
+    schema = design_schema()
     schema["x-guidance"] = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
     grammar: str = xllamacpp.json_schema_to_grammar(json.dumps(schema))
     return grammar
@@ -62,7 +124,7 @@ def design_constraint(design_format: str, tokens: bool) -> tuple[str | None, dic
         return None, {}
     if tokens:
         return spec_grammar(), {}
-    response_format = {"type": "json_schema", "json_schema": {"name": "toolworld_spec", "schema": _bare_spec_schema()}}
+    response_format = {"type": "json_schema", "json_schema": {"name": "toolworld_spec", "schema": design_schema()}}
     return None, {"response_format": response_format}
 
 

@@ -14,11 +14,12 @@ from typing import Literal
 from toolworlds.examples import EXAMPLE_SPEC, EXAMPLE_WORLD
 from toolworlds.spec import Spec, parse_spec
 from trainers.corpus import Document
+from trainers.designer.generate import SPEC_BUDGET, SpecBudget
 from trainers.designer.memory import RememberedWorld
 
 DesignFormat = Literal["python", "spec"]
 PROMPT_VERSION = "designer-v1"
-SPEC_PROMPT_VERSION = "designer-spec-v1"
+SPEC_PROMPT_VERSION = "designer-spec-v2"
 
 
 def compact_spec(spec: Spec) -> str:
@@ -67,7 +68,17 @@ give partial credit, and make the hint helpful but not the answer.
 Reply with the complete Python file in one ```python code block."""
 
 
-SPEC_SYSTEM = """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
+def _limits(budget: SpecBudget) -> str:
+    """The budget in words; the grammar holds the same caps."""
+    return (
+        f"Keep it small, or the reply is cut off before it closes: at most {budget.tables} tables, each with at "
+        f"most {budget.fields} fields and {budget.records} records; at most {budget.tools} tools; a plan of at "
+        f"most {budget.plan} calls; every text at most {budget.text} characters."
+    )
+
+
+SPEC_SYSTEM = (
+    """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
 You write a toolworld as one JSON spec:
 - `tables` hold the hidden state: each table has a `key` field, typed `fields` and its `records`.
 - `tools` each do one kind of operation on one table: `lookup` (a record by its key), `search` (records
@@ -79,9 +90,11 @@ You write a toolworld as one JSON spec:
   answer; the `plan` is the reference solution as tool calls, and must succeed; every change it makes is a
   goal; a `question` names the record field whose value is the answer; `untouched` lists records
   (`table/key`) that must not change.
-
-Here is a complete spec:
-""" + compact_spec(parse_spec(EXAMPLE_SPEC))
+"""
+    + _limits(SPEC_BUDGET)
+    + "\n\nHere is a complete spec:\n"
+    + compact_spec(parse_spec(EXAMPLE_SPEC))
+)
 
 SPEC_REQUEST = """Write one new toolworld spec grounded in the document below: its tables, tools and task should
 come from what the document describes. Make the task take two or three tool calls, and make the hint

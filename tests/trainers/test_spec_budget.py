@@ -1,0 +1,108 @@
+"""The designer writes specs within a budget its grammar holds (`trainers.designer.generate.SpecBudget`).
+
+Unbounded, the embedded model's specs ran past the token budget and never closed; the budget caps every
+list, map and text. These tests hold the caps to what they promise: the prompt's example fits, a spec over
+any cap is refused by the schema and by the very grammar the reply is sampled under, and the budget only
+tightens the published schema, so whatever the grammar admits, the spec format accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+from transformers import AutoTokenizer
+
+from engine.local_models import default_gguf, tokenizer_dir
+from toolworlds.examples import EXAMPLE_SPEC
+from toolworlds.spec import parse_spec, spec_schema
+from trainers.constrained import AdmittedTokens
+from trainers.designer.generate import SPEC_BUDGET, design_constraint, design_schema, spec_grammar
+from trainers.designer.prompt import SPEC_SYSTEM, compact_spec
+
+BOUNDS = ("maxItems", "maxProperties", "maxLength")
+
+
+def example() -> dict[str, Any]:
+    return json.loads(compact_spec(parse_spec(EXAMPLE_SPEC)))
+
+
+def over_budget() -> dict[str, dict[str, Any]]:
+    """The example pushed past one cap at a time."""
+    specs = {}
+    spec = example()
+    book = spec["tables"][0]["records"][0]
+    spec["tables"][0]["records"] = [{**book, "book_id": f"B{n}"} for n in range(SPEC_BUDGET.records + 1)]
+    specs["records"] = spec
+    spec = example()
+    spec["tables"][0]["fields"].update({f"extra_{n}": {"type": "string"} for n in range(SPEC_BUDGET.fields)})
+    specs["fields"] = spec
+    spec = example()
+    spec["tools"] = [{**spec["tools"][0], "name": f"search_{n}"} for n in range(SPEC_BUDGET.tools + 1)]
+    specs["tools"] = spec
+    spec = example()
+    spec["task"]["plan"] = spec["task"]["plan"] * SPEC_BUDGET.plan
+    specs["plan"] = spec
+    spec = example()
+    spec["task"]["hint"] = "Search first. " * SPEC_BUDGET.text
+    specs["text"] = spec
+    return specs
+
+
+@pytest.fixture(scope="module")
+def admitted() -> AdmittedTokens:
+    return AdmittedTokens(AutoTokenizer.from_pretrained(str(tokenizer_dir(default_gguf()))))
+
+
+def refused_by_grammar(admitted: AdmittedTokens, spec: dict[str, Any]) -> bool:
+    tokenizer = admitted.tokenizer
+    ids = tokenizer.encode(json.dumps(spec, separators=(", ", ": ")), add_special_tokens=False)
+    ids.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    return admitted.restriction(spec_grammar(), ids, [1] * len(ids)).refused
+
+
+def test_the_example_in_the_prompt_fits_the_budget(admitted: AdmittedTokens) -> None:
+    jsonschema.validate(example(), design_schema())
+    assert not refused_by_grammar(admitted, example())
+    assert f"at most {SPEC_BUDGET.fields} fields and {SPEC_BUDGET.records} records" in SPEC_SYSTEM.replace("\n", " ")
+
+
+@pytest.mark.parametrize("cap", sorted(over_budget()))
+def test_a_spec_over_any_cap_is_refused_by_the_schema_and_the_grammar(admitted: AdmittedTokens, cap: str) -> None:
+    spec = over_budget()[cap]
+    jsonschema.validate(spec, spec_schema())  # the published format would take it
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(spec, design_schema())
+    assert refused_by_grammar(admitted, spec)
+
+
+def test_the_budget_only_tightens_the_published_schema() -> None:
+    def walk(published: Any, designed: Any, path: str) -> None:
+        if isinstance(published, dict):
+            assert isinstance(designed, dict), path
+            for key in designed.keys() - published.keys():
+                assert key in BOUNDS, f"{path}: the budget added {key!r}"
+            for key, value in published.items():
+                if key in BOUNDS:
+                    assert designed[key] <= value, f"{path}.{key}: loosened"
+                else:
+                    walk(value, designed[key], f"{path}.{key}")
+        elif isinstance(published, list):
+            assert isinstance(designed, list) and len(designed) == len(published), path
+            for index, (a, b) in enumerate(zip(published, designed, strict=True)):
+                walk(a, b, f"{path}[{index}]")
+        else:
+            assert designed == published, path
+
+    published = {key: value for key, value in spec_schema().items() if key not in ("$schema", "$id")}
+    designed = design_schema()
+    walk(published, designed, "")
+    assert designed["$defs"]["TableSpec"]["properties"]["records"]["maxItems"] == SPEC_BUDGET.records
+
+
+def test_chat_designers_get_the_same_budget_as_a_response_format() -> None:
+    grammar, extra = design_constraint("spec", tokens=False)
+    assert grammar is None
+    assert extra["response_format"]["json_schema"]["schema"] == design_schema()
