@@ -93,7 +93,14 @@ def design(
             **common,
         ),
         format=designer_format,
-        agent=EpisodeSettings(mode=agent_mode, max_turns=agent_turns, max_tokens_per_turn=agent_tokens, **common),
+        # A play that fills a slot of the embedded server ends on its state, not in a refused request.
+        agent=EpisodeSettings(
+            mode=agent_mode,
+            max_turns=agent_turns,
+            max_tokens_per_turn=agent_tokens,
+            max_episode_tokens=served.context if served is not None else None,
+            **common,
+        ),
         reward=rewards,
         thresholds=StatusThresholds(),
     )
