@@ -268,6 +268,12 @@ def serve(
     cache_ram: Annotated[
         int, typer.Option(min=0, help="MiB of host memory for prompts evicted from the slots (0: none).")
     ] = ServerSettings.cache_ram_mib,
+    kv_unified: Annotated[
+        bool, typer.Option(help="One KV pool for all slots instead of one cache per slot (slower to decode here).")
+    ] = ServerSettings.kv_unified,
+    flash_attention: Annotated[
+        bool, typer.Option(help="llama.cpp's flash-attention kernel (slower to decode long contexts on AVX2 CPUs).")
+    ] = ServerSettings.flash_attention,
 ) -> None:
     """Serve a local GGUF model over an OpenAI-compatible API (llama.cpp), until SIGTERM or Ctrl-C."""
     try:
@@ -281,6 +287,8 @@ def serve(
             chat_template=None if own_template else CHATML_WITH_TOOLS,
             slot_dir=slot_dir,
             cache_ram_mib=cache_ram,
+            kv_unified=kv_unified,
+            flash_attention=flash_attention,
         )
         serve_forever(settings)
     except (ModelNotFoundError, ServerStartError) as error:

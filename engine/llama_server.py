@@ -72,9 +72,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 0
     parallel: int = 4
-    # Tokens one episode may hold. The KV cache is one pool (`kv_unified`) of `context * parallel` tokens:
-    # with a pool of only `context`, four live 2,000-token episodes overflowed it ("Context size has been
-    # exceeded"); llama.cpp caps each slot at the model's training context anyway.
+    # Tokens one episode may hold: each slot gets a KV cache of its own of this size (`context * parallel` in
+    # all); llama.cpp caps each slot at the model's training context anyway.
     context: int = 8192
     threads: int = field(default_factory=default_threads)
     # The tool-aware ChatML template the engine's `tokens` mode renders with; None keeps the model's own.
@@ -85,12 +84,23 @@ class ServerSettings:
     # default is 8 GiB). Episodes here never come back to a prompt they left, and without a cap the server
     # grew from 2.3 to 2.9 GB over one main-job run.
     cache_ram_mib: int = 512
+    # One KV pool shared by all slots (llama.cpp's `kv_unified`) instead of a cache per slot. In a shared pool
+    # every token of a batch attends over all the slots' cells, masked: measured on 2 cores
+    # (`just bench-serve`), 4 slots decoding at 1,000 tokens of context each took 586 ms a step shared and
+    # 97 ms per slot; and a prefix restored into the shared pool was reused by only 2 of 4 slots.
+    kv_unified: bool = False
+    # llama.cpp's flash-attention kernel. On this AVX2 CPU it is slower where the main job spends its time:
+    # decoding at 1,000 tokens of context, 33-34 against 25 ms a token alone and 97 against 88 ms a step for 4
+    # slots; 60 new tokens on 900 cached, 800 against 600 ms. (It is faster for a long prompt from scratch.)
+    flash_attention: bool = False
 
     def arguments(self) -> list[str]:
         """The `spadework serve` arguments that reproduce these settings."""
         arguments = ["--model", str(self.model), "--host", self.host, "--port", str(self.port)]
         arguments += ["--parallel", str(self.parallel), "--context", str(self.context), "--threads", str(self.threads)]
         arguments += ["--cache-ram", str(self.cache_ram_mib)]
+        arguments += ["--kv-unified" if self.kv_unified else "--no-kv-unified"]
+        arguments += ["--flash-attention" if self.flash_attention else "--no-flash-attention"]
         if self.slot_dir is not None:
             arguments += ["--slot-dir", str(self.slot_dir)]
         return [*arguments, "--own-template"] if self.chat_template is None else arguments
@@ -133,7 +143,10 @@ def llama_params(settings: ServerSettings) -> Any:
     params.port = settings.port
     params.n_parallel = settings.parallel
     params.n_ctx = settings.context * settings.parallel
-    params.kv_unified = True
+    params.kv_unified = settings.kv_unified
+    attention = xllamacpp.llama_flash_attn_type
+    flash, plain = attention.LLAMA_FLASH_ATTN_TYPE_ENABLED, attention.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    params.flash_attn_type = flash if settings.flash_attention else plain
     params.cache_ram_mib = settings.cache_ram_mib
     params.cpuparams.n_threads = settings.threads
     params.cpuparams_batch.n_threads = settings.threads

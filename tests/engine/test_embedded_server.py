@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -359,20 +360,20 @@ def test_a_worlds_opening_is_computed_once_for_every_slot(tmp_path: Path) -> Non
     world = load_world(LIBRARY)()
     tools = [*env.tools, FINISH_FUNCTION]
     openings = [template.opening(opening_messages(env, world.reset(seed), hinted, "tokens"), tools)
-                for seed, hinted in ((0, False), (1, True))]  # fmt: skip
+                for seed, hinted in ((0, False), (1, True), (2, False), (3, True))]  # fmt: skip
     for opening in openings:  # every episode opens with it, and the task comes right after
         assert opening[: len(prefix)] == prefix and len(opening) > len(prefix) + 5
     assert len(prefix) > 300
 
-    with EmbeddedServer(ServerSettings(model=default_gguf(), parallel=2, context=2048, slot_dir=tmp_path)) as server:
-        assert server.share_prefix(prefix) == 2
+    with EmbeddedServer(ServerSettings(model=default_gguf(), parallel=4, context=2048, slot_dir=tmp_path)) as server:
+        assert server.share_prefix(prefix) == 4
         assert not list(tmp_path.iterdir()), "the saved state is removed once every slot has it"
 
         def complete(opening: list[int]) -> dict[str, int]:
             body = {"prompt": opening, "max_tokens": 2, "temperature": 0}
             return httpx.post(server.base_url + "/completions", json=body, timeout=120).json()["timings"]
 
-        with ThreadPoolExecutor(2) as pool:  # together: without the shared prefix one slot computes it all
+        with ThreadPoolExecutor(4) as pool:  # together: without the shared prefix one slot computes it all
             timings = list(pool.map(complete, openings))
     for opening, timing in zip(openings, timings, strict=True):
         assert timing["cache_n"] == len(prefix) and timing["prompt_n"] == len(opening) - len(prefix)
@@ -380,21 +381,27 @@ def test_a_worlds_opening_is_computed_once_for_every_slot(tmp_path: Path) -> Non
 
 def test_the_server_process_gets_the_settings_it_was_given(tmp_path: Path) -> None:
     """What `EmbeddedServer` passes to `spadework serve` becomes the same llama.cpp parameters."""
+    import xllamacpp
     from typer.testing import CliRunner
 
     from engine import cli
     from engine.llama_server import llama_params
 
-    settings = ServerSettings(model=default_gguf(), parallel=3, context=1024, threads=1, cache_ram_mib=64,
-                              slot_dir=tmp_path)  # fmt: skip
-    captured: list[ServerSettings] = []
+    attention = xllamacpp.llama_flash_attn_type
+    default = ServerSettings(model=default_gguf(), parallel=3, context=1024, threads=1, cache_ram_mib=64,
+                             slot_dir=tmp_path)  # fmt: skip
+    shared = replace(default, kv_unified=True, flash_attention=True)
     app = typer.Typer()
     app.command()(cli.serve)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cli, "serve_forever", captured.append)
-        result = CliRunner().invoke(app, settings.arguments())
-    assert result.exit_code == 0, result.output
-    assert captured == [settings]
-    params = llama_params(captured[0])
-    assert (params.n_parallel, params.n_ctx, params.cache_ram_mib) == (3, 3 * 1024, 64)
-    assert params.slot_save_path == f"{tmp_path}/"
+    for settings, unified, flash in ((default, False, attention.LLAMA_FLASH_ATTN_TYPE_DISABLED),
+                                     (shared, True, attention.LLAMA_FLASH_ATTN_TYPE_ENABLED)):  # fmt: skip
+        captured: list[ServerSettings] = []
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cli, "serve_forever", captured.append)
+            result = CliRunner().invoke(app, settings.arguments())
+        assert result.exit_code == 0, result.output
+        assert captured == [settings]
+        params = llama_params(captured[0])
+        assert (params.n_parallel, params.n_ctx, params.cache_ram_mib) == (3, 3 * 1024, 64)
+        assert params.slot_save_path == f"{tmp_path}/"
+        assert (params.kv_unified, params.flash_attn_type) == (unified, flash)
