@@ -129,6 +129,10 @@ bench-engine *flags="":
 bench-serve *flags="": model
     python benchmarks/embedded_server.py {{flags}}
 
+# Where a run's episodes spend the server's time: tokens decoded (and how many the call grammar forced) and read.
+bench-episodes *paths: model
+    python benchmarks/episode_cost.py {{paths}}
+
 # Serve a local GGUF model (default: the embedded SmolLM2-135M) over an OpenAI-compatible API.
 serve-model *flags="": model
     spadework serve {{flags}}

@@ -16,7 +16,12 @@ answers, over real HTTP:
    llama.cpp's threads spinning before they sleep at each barrier (the default, `LLAMA_OPENMP_SPIN`) and
    sleeping at once (`GOMP_SPINCOUNT=0`: what the inherited `OMP_WAIT_POLICY=PASSIVE` gave before).
 
-(1), (2) and (4) run `--repeats` times; medians are shown with the ratio to one request at a time.
+5. KV cache layout and attention kernel, at the context lengths the main job plays at: one KV cache per
+   slot (the default) or one pool for all slots (`kv_unified`), with and without flash attention; the
+   time of a decoding step with 1 and 4 slots busy, each on its own cached ~`--long-context`-token prompt,
+   and of reading 60 new tokens on top of such a prompt (a tool result).
+
+(1), (2), (4) and (5) run `--repeats` times; medians are shown with the ratio to one request at a time.
 
     python benchmarks/embedded_server.py                  # or: just bench-serve
     python benchmarks/embedded_server.py --model path/to/other.gguf --quality-tasks 20
@@ -187,6 +192,54 @@ def openmp_waiting(settings: ServerSettings, repeats: int, max_tokens: int, idle
     return table
 
 
+async def _long_context_times(base: str, slots: int, context: int, repeats: int) -> dict[str, float]:
+    """Median ms per decoding step with 1 and `slots` busy slots, and ms to read 60 new tokens, at `context`."""
+    root = base.removesuffix("/v1")
+    prompts = [
+        " ".join(WORDS[(slot * 5 + j) % len(WORDS)] + str(j) for j in range(context // 3)) for slot in range(slots)
+    ]
+    steps: dict[str, list[float]] = {"1": [], str(slots): [], "read 60": []}
+    async with httpx.AsyncClient(timeout=600) as client:
+
+        async def complete(slot: int, prompt: str, tokens: int) -> dict[str, Any]:
+            body = {"prompt": prompt, "n_predict": tokens, "id_slot": slot, "cache_prompt": True, "ignore_eos": True,
+                    "temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.0}  # fmt: skip
+            response = await client.post(f"{root}/completion", json=body)
+            response.raise_for_status()
+            return dict(response.json()["timings"])
+
+        await asyncio.gather(*(complete(slot, prompt, 0) for slot, prompt in enumerate(prompts)))  # cached
+        for repeat in range(repeats):
+            for busy in (1, slots):
+                started = time.perf_counter()
+                await asyncio.gather(*(complete(slot, prompts[slot], 32) for slot in range(busy)))
+                steps[str(busy)].append(1000 * (time.perf_counter() - started) / 32)
+            extra = " ".join(f"{WORDS[(repeat + j) % len(WORDS)]}{repeat}" for j in range(20))
+            timing = await complete(0, f"{prompts[0]} {extra}", 1)
+            steps["read 60"].append(timing["prompt_ms"] * 60 / max(1, timing["prompt_n"]))
+            await complete(0, prompts[0], 0)  # back to the cached prompt for the next repeat
+    return {name: statistics.median(values) for name, values in steps.items()}
+
+
+def kv_layout(settings: ServerSettings, repeats: int, context: int) -> Table:
+    """Decoding and reading at long context under each KV layout and attention kernel."""
+    slots = settings.parallel
+    table = Table(title=f"KV cache and attention at ~{context} tokens of context (median of {repeats}, ms)")
+    for column in ("KV cache", "flash attention", "step, 1 slot", f"step, {slots} slots", "read 60 tokens"):
+        table.add_column(column, justify="right")
+    for unified, flash in ((False, False), (False, True), (True, False), (True, True)):
+        variant = replace(
+            settings, kv_unified=unified, flash_attention=flash, context=max(settings.context, 2 * context)
+        )
+        with EmbeddedServer(variant) as server:
+            times = asyncio.run(_long_context_times(server.base_url, slots, context, repeats))
+        default = (unified, flash) == (ServerSettings.kv_unified, ServerSettings.flash_attention)
+        layout = ("one pool" if unified else "per slot") + (" (default)" if default else "")
+        table.add_row(layout, "on" if flash else "off", f"{times['1']:.0f}", f"{times[str(slots)]:.0f}",
+                      f"{times['read 60']:.0f}")  # fmt: skip
+    return table
+
+
 def _first_call(world_name: str, seed: int) -> ToolCall | None:
     world = load_world(world_name)()
     world.reset(seed)
@@ -205,6 +258,8 @@ def main() -> None:
     parser.add_argument("--quality-tasks", type=int, default=10, help="seeds per world (0: skip)")
     parser.add_argument("--reply-tokens", type=int, default=512, help="max tokens per reply (the engine's default)")
     parser.add_argument("--no-openmp", action="store_true", help="skip the OpenMP waiting comparison")
+    parser.add_argument("--long-context", type=int, default=1000, help="tokens per slot in the KV layout comparison")
+    parser.add_argument("--no-kv", action="store_true", help="skip the KV layout comparison")
     args = parser.parse_args()
     console = Console()
     settings = ServerSettings(model=resolve_gguf(args.model), parallel=args.parallel, context=4096)
@@ -218,6 +273,8 @@ def main() -> None:
             )
     if not args.no_openmp:
         console.print(openmp_waiting(replace(settings, parallel=4), args.repeats, args.max_tokens))
+    if not args.no_kv:
+        console.print(kv_layout(replace(settings, parallel=4), args.repeats, args.long_context))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ HOSTILE = {
     "attribute = 'mro' + '__'": "dunder string",
     "class Second(ToolWorld[Shelf]):\n    name = 'second'\n": "contract",
     "def broken(:\n": "syntax",
+    # the parser accepts these and the compiler refuses them (RestrictedPython raised the first, mid-run)
+    "def f():\n    try:\n        pass\n    except:\n        pass\n    except ValueError:\n        pass\n": "syntax",
+    "return 1\n": "syntax",
 }
 
 
@@ -58,6 +61,21 @@ def test_hostile_code_is_rejected_with_its_rule_and_line(code: str, rule: str) -
     assert rule in {v.rule for v in violations}
     first_line = LIBRARY.count("\n") + 2
     assert all(v.line >= first_line for v in violations), violations
+
+
+@pytest.mark.parametrize(
+    ("code", "rule"),
+    [
+        ("x = 1\x00\n", "syntax"),
+        ("x = " + "-" * 100_000 + "1\n", "too deeply nested"),
+        ("x = " + " + ".join(["1"] * 50_000) + "\n", "too deeply nested"),
+    ],
+    ids=["null byte", "deep unary", "long chain"],
+)
+def test_the_policy_returns_a_verdict_on_any_text(code: str, rule: str) -> None:
+    """Alone or after a valid world, text that breaks Python's parser or compiler is a violation, not a crash."""
+    for source in (code, LIBRARY + "\n" + code):
+        assert rule in {violation.rule for violation in check_policy(source)}
 
 
 def test_repair_adds_missing_imports_after_the_docstring_and_future_import() -> None:

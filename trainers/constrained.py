@@ -124,6 +124,27 @@ class AdmittedTokens:
             refused=refused_at,
         )
 
+    def forced(self, grammar: str, completion_ids: list[int], env_mask: list[int]) -> list[bool]:
+        """Per sampled token (env_mask 1, in order): whether its bytes were forced by the grammar, i.e. the only
+        text the grammar allowed there starts with them. Such a token is no choice of the model's, yet the
+        sampler spends a decoding step on it: the share of them is what skipping forced text would save."""
+        from llguidance import LLMatcher
+
+        compiled = self._compiled(grammar)
+        flags: list[bool] = []
+        matcher: Any = None
+        for token, sampled in zip(completion_ids, env_mask, strict=True):
+            if not sampled:
+                matcher = None  # the next sampled token starts a new reply
+                continue
+            if matcher is None:
+                matcher = LLMatcher(self.lltokenizer, compiled)
+            ahead = matcher.compute_ff_bytes() if not matcher.is_error() else b""
+            text = self.lltokenizer.decode_bytes([token])
+            flags.append(bool(ahead and text and ahead.startswith(text)))
+            matcher.consume_token(token)
+        return flags
+
     def _admit_llama_cpp_extras(self, matcher: Any, mask: np.ndarray) -> None:
         """What llama.cpp admits beyond llguidance: special tokens whose text fits, every end-of-generation
         token (not only the EOS) once the grammar is complete."""

@@ -140,3 +140,18 @@ def test_the_trainer_scores_grammar_rows_under_the_restricted_softmax(policy: tu
     weight.grad = None
     direct(rows[0], restricted=False)[sampled].sum().backward()
     assert float((through_trainer - weight.grad).norm() / weight.grad.norm()) > 0.1, "log Z moves the gradient"
+
+
+def test_forced_tokens_are_the_ones_whose_text_the_grammar_fixed(policy: tuple[Any, Any]) -> None:
+    """What `benchmarks/episode_cost.py` counts as decoding steps spent on no choice at all."""
+    _, tokenizer = policy
+    _, completion, mask = episode(tokenizer)
+    reply = completion[: mask.index(0)]
+    forced = AdmittedTokens(tokenizer).forced(call_grammar(TOOLS), completion, mask)
+    assert len(forced) == sum(mask)
+    # '{"' opens every call; the tool name is a choice; after 'get' the grammar forces '_'; a string's content
+    # is free; the stop token ends a complete call (a choice of no bytes); the second reply opens like the first
+    assert [forced[position] for position in (0, 4, 5, 17, len(reply) - 1, len(reply))] == [
+        True, False, True, False, False, True]  # fmt: skip
+    text = [tokenizer.decode([token]) for token in reply]
+    assert "".join(t for t, f in zip(text, forced, strict=False) if f).startswith('{"name": "'), "the head is fixed"

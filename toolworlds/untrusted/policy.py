@@ -44,13 +44,26 @@ class Violation:
 
 
 def check_policy(source: str, filename: str = "<world>") -> list[Violation]:
-    """Every violation found; an empty list means the code may go on to the sandbox."""
+    """Every violation found; an empty list means the code may go on to the sandbox.
+
+    Whatever the text, this returns: a gate that raised on model-written code would end the run that asked.
+    """
     try:
         tree = ast.parse(source, filename)
+        # The compiler refuses what the parser accepts (a bare `except:` before another, `return` outside a
+        # function, ...); compiling runs nothing, and RestrictedPython would raise it below.
+        compile(tree, filename, "exec", dont_inherit=True)
     except SyntaxError as error:
         return [Violation(error.lineno or 0, "syntax", error.msg)]
-    violations = _walk(tree) + _world_classes(tree)
-    violations += _second_opinion(source, filename)
+    except ValueError as error:  # e.g. a null byte
+        return [Violation(0, "syntax", str(error))]
+    except (RecursionError, MemoryError):
+        return [Violation(0, "too deeply nested", "the parser or compiler ran out of stack")]
+    try:
+        violations = _walk(tree) + _world_classes(tree)
+        violations += _second_opinion(source, filename)
+    except (RecursionError, MemoryError):
+        return [Violation(0, "too deeply nested", "the policy check ran out of stack")]
     return sorted(violations, key=lambda v: v.line)
 
 
