@@ -124,8 +124,8 @@ serve world port="8700" *flags="":
 bench-engine *flags="":
     python benchmarks/engine_throughput.py {{flags}}
 
-# The embedded model server: generation and prompt tokens/s at 1, 4 and 8 requests at once, and constrained
-# tool-call quality on the reference worlds.
+# The embedded model server: generation and prompt tokens/s at 1, 4 and 8 requests at once, constrained
+# tool-call quality on the reference worlds, OpenMP waiting, and the KV cache layouts at long context.
 bench-serve *flags="": model
     python benchmarks/embedded_server.py {{flags}}
 

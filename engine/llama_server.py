@@ -85,13 +85,13 @@ class ServerSettings:
     # grew from 2.3 to 2.9 GB over one main-job run.
     cache_ram_mib: int = 512
     # One KV pool shared by all slots (llama.cpp's `kv_unified`) instead of a cache per slot. In a shared pool
-    # every token of a batch attends over all the slots' cells, masked: measured on 2 cores
-    # (`just bench-serve`), 4 slots decoding at 1,000 tokens of context each took 586 ms a step shared and
-    # 97 ms per slot; and a prefix restored into the shared pool was reused by only 2 of 4 slots.
+    # every token of a batch attends over all the slots' cells, masked: measured by `just bench-serve` (4 slots,
+    # each on its own ~1,200-token prompt), a decoding step took 1,244 ms in one pool with flash attention (the
+    # settings before) and 82 ms per slot without; and a prefix restored into the pool was reused by 2 of 4 slots.
     kv_unified: bool = False
-    # llama.cpp's flash-attention kernel. On this AVX2 CPU it is slower where the main job spends its time:
-    # decoding at 1,000 tokens of context, 33-34 against 25 ms a token alone and 97 against 88 ms a step for 4
-    # slots; 60 new tokens on 900 cached, 800 against 600 ms. (It is faster for a long prompt from scratch.)
+    # llama.cpp's flash-attention kernel. On this AVX2 CPU it is slower where the main job spends its time
+    # (`just bench-serve`, per-slot caches at ~1,200 tokens of context): a decoding step 34 against 29 ms alone
+    # and 136 against 82 ms with 4 slots; 60 new tokens read 983 against 788 ms.
     flash_attention: bool = False
 
     def arguments(self) -> list[str]:
