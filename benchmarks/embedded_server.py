@@ -21,7 +21,7 @@ answers, over real HTTP:
    time of a decoding step with 1 and 4 slots busy, each on its own cached ~`--long-context`-token prompt,
    and of reading 60 new tokens on top of such a prompt (a tool result).
 
-(1), (2), (4) and (5) run `--repeats` times; medians are shown with the ratio to one request at a time.
+(1), (2), (4) and (5) run `--repeats` times and show medians; (1) and (2) also the ratio to one request at a time.
 
     python benchmarks/embedded_server.py                  # or: just bench-serve
     python benchmarks/embedded_server.py --model path/to/other.gguf --quality-tasks 20
