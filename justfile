@@ -133,10 +133,6 @@ bench-serve *flags="": model
 bench-episodes *paths: model
     python benchmarks/episode_cost.py {{paths}}
 
-# The call grammar's fixed text decoded or appended (agent.append_forced): the same suite tasks both ways.
-bench-forced *flags="": model
-    python benchmarks/forced_text.py {{flags}}
-
 # Serve a local GGUF model (default: the embedded SmolLM2-135M) over an OpenAI-compatible API.
 serve-model *flags="": model
     spadework serve {{flags}}

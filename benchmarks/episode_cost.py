@@ -58,8 +58,8 @@ def main() -> None:
             read += len(trace.loss_mask) - sum(trace.loss_mask)
             turns += len(record.turns)
             capped += sum(turn.finish_reason == "length" for turn in record.turns)
-            if trace.grammar or trace.spans:
-                forced += sum(admitted.forced(trace.grammar, trace.completion_ids, trace.loss_mask, trace.spans))
+            if trace.grammar:
+                forced += sum(admitted.forced(trace.grammar, trace.completion_ids, trace.loss_mask))
         started = min(record.started_at for record in records)
         ended = max(record.started_at + record.duration_s for record in records)
         count = len(records)

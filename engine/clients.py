@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.call_grammar import Glue, call_grammar, call_steps
+from engine.call_grammar import call_grammar
 from engine.endpoints import Answer, Endpoint, EndpointPool
 from engine.parsing import ParsedReply, constrained_response_format, parse_constrained, parse_native, parse_text
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate
-from engine.trajectory import DriftEvent, SampledSpan, TokenTrace, Turn
+from engine.trajectory import DriftEvent, TokenTrace, Turn
 from engine.transport import EndpointFailure
 
 
@@ -216,74 +216,25 @@ class TokensClient:
         self._trace.prompt_ids = self.template.opening(messages, self._tools)
         if self.settings.grammar is not None:
             self._grammar = self.settings.grammar
-        elif self.settings.call_schema and not self.settings.append_forced:  # else each span has its own
+        elif self.settings.call_schema:
             self._grammar = call_grammar(self._tools)
         self._trace.grammar = self._grammar
         self.tokens_used = len(self._trace.prompt_ids)
 
     async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
-        if self.settings.append_forced:
-            sampled, truncated = await self._sample_choices(turn)
-            turn.finish_reason = "length" if truncated else "stop"
-        else:
-            sampled, truncated = await self._sample_span(self._grammar, self.settings.max_tokens_per_turn, turn)
-        self._last_sampled, self._last_truncated = sampled, truncated
-        text = self.template.reply_text(sampled)
-        reply = parse_constrained(text) if self.settings.call_schema else parse_text(text)
-        return {"role": "assistant", "content": text}, reply
-
-    async def _sample_choices(self, turn: Turn) -> tuple[list[int], bool]:
-        """One call built from `call_steps`: the text the grammar fixes is appended as glue (mask 0), each
-        choice sampled under its own grammar (mask 1, its span recorded for the trainer). Sampled and appended
-        tokens together get the turn's token budget; each span's closing end-of-generation step is dropped."""
-        trace, budget = self._trace, self.settings.max_tokens_per_turn
-        reply: list[int] = []
-        steps = call_steps(self._tools)
-        sent: str | None = None
-        usage = [0, 0]
-        try:
-            while True:
-                step = steps.send(sent)
-                sent = None
-                if isinstance(step, Glue):
-                    whole = self.template.text_ids(step.text)
-                    glue = whole[: budget - len(reply)]
-                    self._append(glue, [0.0] * len(glue), 0)
-                    reply.extend(glue)
-                    turn.appended_tokens += len(glue)
-                    if len(glue) < len(whole):
-                        return reply, True
-                    continue
-                if len(reply) >= budget:
-                    return reply, True
-                trace.spans.append(SampledSpan(start=len(trace.completion_ids), grammar=step.grammar))
-                sampled, truncated = await self._sample_span(step.grammar, budget - len(reply) + 1, turn, usage)
-                if truncated or not sampled or sampled[-1] not in self.template.stop_ids:
-                    reply.extend(sampled)
-                    return reply, True
-                self._drop_last()
-                reply.extend(sampled[:-1])
-                sent = self.template.reply_text(sampled)
-        except StopIteration:
-            return reply, False
-
-    async def _sample_span(
-        self, grammar: str, max_tokens: int, turn: Turn, usage: list[int] | None = None
-    ) -> tuple[list[int], bool]:
-        """Sample from the held ids under `grammar`; append the sampled ids (mask 1) to the trace."""
         settings, trace = self.settings, self._trace
         body: dict[str, Any] = {
             "model": settings.model,
             "prompt": trace.prompt_ids + trace.completion_ids,
-            "max_tokens": max_tokens,
+            "max_tokens": settings.max_tokens_per_turn,
             "temperature": settings.temperature,
             "logprobs": 1,
             "return_token_ids": True,
             "skip_special_tokens": False,
             **settings.extra_body,
         }
-        if grammar:
-            body["grammar"] = grammar
+        if self._grammar:
+            body["grammar"] = self._grammar
         if settings.completions == "llama.cpp":
             body["return_tokens"] = True
             body["n_probs"] = 1
@@ -291,12 +242,7 @@ class TokensClient:
             answer.body = _as_openai_completion(answer.body)
         else:
             answer = await self.route.post("/completions", body)
-        latency, attempts = turn.latency_s, turn.attempts
         choice = _first_choice(answer, turn, "text")
-        if usage is not None:  # one turn of several requests: the turn reports their sums (and the most retries)
-            turn.latency_s, turn.attempts = turn.latency_s + latency, max(turn.attempts, attempts)
-            usage[0] += turn.prompt_tokens or 0
-            usage[1] += turn.completion_tokens or 0
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
         if turn.completion_tokens is not None and turn.completion_tokens != len(sampled):
             # llama.cpp's OpenAI API reports the tokens of one character as one entry: ids are missing.
@@ -308,27 +254,23 @@ class TokensClient:
         if len(logprobs) != len(sampled):
             turn.problems.append(f"the server returned {len(logprobs)} logprobs for {len(sampled)} tokens")
             logprobs = [None] * len(sampled)
-        if usage is not None:
-            turn.prompt_tokens, turn.completion_tokens = usage
-        self._append(sampled, logprobs, 1)
-        return sampled, choice.get("finish_reason") == "length"
-
-    def _append(self, ids: list[int], logprobs: list[float | None], mask: int) -> None:
-        trace = self._trace
-        trace.completion_ids.extend(ids)
-        trace.loss_mask.extend([mask] * len(ids))
+        trace.completion_ids.extend(sampled)
+        trace.loss_mask.extend([1] * len(sampled))
         trace.logprobs.extend(logprobs)
+        self._last_sampled = sampled
+        self._last_truncated = choice.get("finish_reason") == "length"
         self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
-
-    def _drop_last(self) -> None:
-        """Forget a span's end-of-generation step: the grammar allowed nothing else, and glue follows."""
-        trace = self._trace
-        del trace.completion_ids[-1], trace.loss_mask[-1], trace.logprobs[-1]
-        self.tokens_used -= 1
+        text = self.template.reply_text(sampled)
+        reply = parse_constrained(text) if self.settings.call_schema else parse_text(text)
+        return {"role": "assistant", "content": text}, reply
 
     def observe(self, new_messages: list[dict[str, Any]]) -> None:
+        trace = self._trace
         glue = self.template.continuation(self._last_sampled, self._last_truncated, new_messages)
-        self._append(glue, [0.0] * len(glue), 0)
+        trace.completion_ids.extend(glue)
+        trace.loss_mask.extend([0] * len(glue))
+        trace.logprobs.extend([0.0] * len(glue))
+        self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
 
     def finish(self, messages: list[dict[str, Any]]) -> None:
         """Compare the held ids with a one-shot rendering of the whole conversation; a difference is drift."""

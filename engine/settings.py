@@ -43,12 +43,6 @@ class EpisodeSettings(BaseModel):
         description="tokens mode: every reply is one compact call of an offered tool (or finish), sampled under a "
         "llama.cpp grammar of their schemas (`engine.call_grammar`).",
     )
-    append_forced: bool = Field(
-        False,
-        description='tokens mode with call_schema: the text the call grammar fixes (`{"name": "`, a required '
-        "property's name, closing braces) is appended as glue, not decoded, and the model samples only its "
-        "choices, each under its own grammar (`engine.call_grammar.call_steps`; the spans go in the trace)",
-    )
     grammar: str | None = Field(
         None,
         description="tokens mode: every reply is sampled under this llama.cpp grammar (GBNF, or llguidance's lark "
@@ -61,8 +55,6 @@ class EpisodeSettings(BaseModel):
             raise ValueError("tokens mode renders prompts itself: give a tokenizer (a local directory, or 'bytes')")
         if self.call_schema and self.mode != "tokens":
             raise ValueError("call_schema constrains tokens-mode sampling; constrained mode does it for chat requests")
-        if self.append_forced and not self.call_schema:
-            raise ValueError("append_forced splits the call grammar: it needs call_schema")
         if self.grammar is not None and (self.mode != "tokens" or self.call_schema):
             raise ValueError("grammar constrains tokens-mode sampling, and not together with call_schema")
         return self

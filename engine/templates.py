@@ -73,7 +73,7 @@ class TokenTemplate:
         self.stop_ids = {self.eos_token_id, *(int(i) for i in getattr(tokenizer, "all_special_ids", []) or [])}
         with_prompt = self._ids(_DUMMY[:1], add_generation_prompt=True)
         whole = self._ids(_DUMMY, add_generation_prompt=False)
-        content = self.text_ids(".")
+        content = self._ids_of_text(".")
         # What the template writes after an assistant message's content: e.g. `<|im_end|>` and a newline.
         after = whole[len(with_prompt) :]
         if after[: len(content)] != content:
@@ -86,8 +86,7 @@ class TokenTemplate:
         )
         return [int(token) for token in rendered]
 
-    def text_ids(self, text: str) -> list[int]:
-        """`text` tokenised on its own, as plain text (no special tokens added)."""
+    def _ids_of_text(self, text: str) -> list[int]:
         return [int(token) for token in self.tokenizer.encode(text, add_special_tokens=False)]
 
     def opening(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:

@@ -43,7 +43,6 @@ class Turn(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     tool_calls: int = 0
-    appended_tokens: int = Field(default=0, description="append_forced: tokens of the reply appended, not sampled.")
     problems: list[str] = Field(default_factory=list, description="Why (part of) the reply could not be used.")
     env_s: float = Field(default=0.0, description="Time spent in the world's tools for this turn.")
 
@@ -54,13 +53,6 @@ class DriftEvent(BaseModel):
 
     turn: int
     position: int = Field(description="Index of the first id that differs from the held sequence.")
-
-
-class SampledSpan(BaseModel):
-    """Where a run of sampled tokens starts (an index into `completion_ids`) and the grammar it was drawn under."""
-
-    start: int
-    grammar: str
 
 
 class TokenTrace(BaseModel):
@@ -81,11 +73,6 @@ class TokenTrace(BaseModel):
         default="",
         description="the GBNF grammar each sampled reply (each run of loss-mask 1) was drawn under, from its start "
         "(tokens mode with call_schema): the trainer needs it to score the restricted policy that sampled",
-    )
-    spans: list[SampledSpan] = Field(
-        default_factory=list,
-        description="tokens mode with append_forced: each sampled span (up to the next glue or span) and the "
-        "GBNF grammar it was drawn under from its start; the text between spans was appended, not sampled",
     )
     rerender_matches: bool | None = Field(
         default=None,

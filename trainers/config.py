@@ -83,11 +83,6 @@ class AgentConfig(_Section):
     call_schema: bool = Field(
         False, description="tokens mode: sample every reply as one call under the offered tools' JSON schema."
     )
-    append_forced: bool = Field(
-        False,
-        description="with call_schema: append the text the call grammar fixes instead of decoding it; the model "
-        "samples only its choices, each under its own grammar (exact for the trainer: the spans go in the rows).",
-    )
     suite: SuiteName = Field("reference", description="The task suite reference plays draw training tasks from.")
     task_choice: Literal["rotate", "frontier"] = Field(
         "rotate",
@@ -174,8 +169,6 @@ class TrainConfig(_Section):
             )
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
-        if self.agent.append_forced and not self.agent.call_schema:
-            raise ValueError("agent.append_forced splits the call grammar into spans: set agent.call_schema=true")
         if (
             self.agent.call_schema
             and self.update.grammar_logprobs == "restricted"

@@ -242,8 +242,7 @@ def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: di
     knobs = config.agent
     return EpisodeSettings(mode=knobs.mode, model=model, max_turns=knobs.max_turns,
                            max_tokens_per_turn=knobs.max_tokens_per_turn, max_episode_tokens=context,
-                           call_schema=knobs.call_schema, append_forced=knobs.append_forced,
-                           temperature=knobs.temperature, tokenizer=tokenizer,
+                           call_schema=knobs.call_schema, temperature=knobs.temperature, tokenizer=tokenizer,
                            extra_body=sampling, completions=completions)  # fmt: skip
 
 

@@ -96,6 +96,7 @@ def test_bad_data_ids_and_choices_are_named(tmp_path: Path) -> None:
     assert language.returncode == 2 and "unknown fr: choose from en, zh" in language.stderr
 
 
+@pytest.mark.slow  # ~30 s of the real model: `just test-slow`
 def test_the_embedded_model_plays_two_real_tasks_one_with_its_own_simulated_user(tmp_path: Path) -> None:
     """The default: SmolLM2-135M as the agent and as the user, dialogues cut at 4 messages to keep it short."""
     ids = "en/agent_multi_step_0,en/agent_multi_turn_0"

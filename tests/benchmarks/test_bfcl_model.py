@@ -192,6 +192,7 @@ async def test_a_turn_that_never_ends_is_cut_after_its_21st_calling_step(tmp_pat
     assert len(record.turns) == MAX_STEPS + 1 == record.tool_calls  # bfcl-eval's count passes 20 on the 21st step
 
 
+@pytest.mark.slow  # ~20 s of the real model reading a 4,000-token prompt: `just test-slow`
 def test_the_embedded_model_plays_a_real_entry(tmp_path: Path) -> None:
     """The default endpoint: SmolLM2-135M on llama.cpp, one two-turn entry (its prompt is ~4,000 tokens)."""
     completed = bench("--ids", "multi_turn_base_100", "--max-tokens", "24", "--out", str(tmp_path))

@@ -184,59 +184,6 @@ async def test_the_trainer_rebuilds_what_the_servers_grammar_admitted(server: Em
 
 
 @pytest.mark.anyio
-async def test_with_forced_text_appended_the_model_samples_only_its_choices(
-    server: EmbeddedServer, tmp_path: Path
-) -> None:
-    """`append_forced`: the call grammar's fixed text is glue (mask 0), each choice a span under its own
-    grammar; every finished reply is a call that fits its schema, the trace is exact, the trainer's rebuilt
-    admitted sets hold every sampled token, and hardly any sampled token is one the grammar forced."""
-    from trainers.checkpoint import load_policy
-    from trainers.constrained import AdmittedTokens
-
-    _, records = await play(
-        tmp_path, [server.base_url], world=LIBRARY, tasks=6, mode="tokens", tokenizer="default", max_turns=3,
-        max_tokens_per_turn=48, temperature=1.5, call_schema=True, append_forced=True,
-        extra_body=dict(EXACT_SAMPLING), completions="llama.cpp",
-    )  # fmt: skip
-    schemas = {tool["function"]["name"]: tool["function"]["parameters"]
-               for tool in [*load_world(LIBRARY).openai_tools(), FINISH_FUNCTION]}  # fmt: skip
-    _, tokenizer = load_policy(default_gguf())
-    admitted = AdmittedTokens(tokenizer)
-    sampled = forced = calls = 0
-    for record in records:
-        trace = record.tokens
-        assert trace is not None and trace.exact and record.status in ("ok", "truncated"), record.detail
-        assert trace.grammar == "" and trace.spans
-        for turn, message in zip(record.turns, record.messages[2::2], strict=False):
-            reply = parse_constrained(message["content"])
-            if turn.finish_reason != "length":
-                assert not reply.problems and len(reply.calls) == 1, message["content"]
-                jsonschema.validate(reply.calls[0].arguments, schemas[reply.calls[0].name])
-                calls += 1
-        assert all(trace.loss_mask[span.start] == 1 for span in trace.spans)
-        restriction = admitted.restriction("", trace.completion_ids, trace.loss_mask, trace.spans)
-        assert not restriction.refused, restriction.refused
-        ids = [token for token, bit in zip(trace.completion_ids, trace.loss_mask, strict=True) if bit]
-        assert '"arguments"' not in tokenizer.decode(ids)
-        sampled += len(ids)
-        forced += sum(admitted.forced("", trace.completion_ids, trace.loss_mask, trace.spans))
-    assert calls >= 6 and sampled > 60, (calls, sampled)
-    assert forced < 0.25 * sampled, (forced, sampled)  # whole replies: 58% forced in the main job's evaluation
-
-    # The turn's token budget counts appended and sampled tokens alike: 12 cannot hold a call here.
-    _, records = await play(
-        tmp_path / "short", [server.base_url], world=LIBRARY, tasks=2, mode="tokens", tokenizer="default",
-        max_turns=1, max_tokens_per_turn=12, temperature=1.0, call_schema=True, append_forced=True,
-        extra_body=dict(EXACT_SAMPLING), completions="llama.cpp",
-    )  # fmt: skip
-    for record in records:
-        trace = record.tokens
-        assert trace is not None and record.turns[0].finish_reason == "length" and record.malformed_turns == 1
-        reply = trace.completion_ids[: trace.completion_ids.index(tokenizer.convert_tokens_to_ids("<|im_end|>"))]
-        assert 0 < sum(trace.loss_mask[: len(reply)]) < len(reply) <= 13
-
-
-@pytest.mark.anyio
 async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_tokens(
     server: EmbeddedServer, tmp_path: Path
 ) -> None:

@@ -7,18 +7,16 @@ softmax computed directly from the model's logits."""
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import regex
 
-from engine.call_grammar import Glue, call_grammar, call_steps
+from engine.call_grammar import call_grammar
 from engine.local_models import default_gguf
-from engine.trajectory import SampledSpan
 from trainers.checkpoint import load_policy
-from trainers.constrained import AdmittedTokens, GrammarRestrictions
+from trainers.constrained import AdmittedTokens
 from trainers.grpo import RowFeed, UpdateSettings, grpo_trainer
 from trainers.rows import TrainingRow
 
@@ -157,44 +155,3 @@ def test_forced_tokens_are_the_ones_whose_text_the_grammar_fixed(policy: tuple[A
         True, False, True, False, False, True]  # fmt: skip
     text = [tokenizer.decode([token]) for token in reply]
     assert "".join(t for t, f in zip(text, forced, strict=False) if f).startswith('{"name": "'), "the head is fixed"
-
-
-def test_rows_sampled_in_spans_are_restricted_by_each_spans_own_grammar(policy: tuple[Any, Any]) -> None:
-    """`append_forced` rows: glue is never restricted, each span starts its own grammar (`call_steps`), and the
-    trainer finds the row's spans through `GrammarRestrictions` as TRL hands it the row."""
-    _, tokenizer = policy
-    steps, sent = call_steps(TOOLS), None
-    completion: list[int] = []
-    mask: list[int] = []
-    spans: list[SampledSpan] = []
-    chosen = {"name": "get_order", "string": 'O-17"'}
-    with contextlib.suppress(StopIteration):
-        while True:
-            step = steps.send(sent)
-            if isinstance(step, Glue):
-                ids, sent = tokenizer.encode(step.text), None
-            else:
-                sent = chosen["name"] if not spans else chosen["string"]
-                spans.append(SampledSpan(start=len(completion), grammar=step.grammar))
-                ids = tokenizer.encode(sent)
-            completion += ids
-            mask += [0 if isinstance(step, Glue) else 1] * len(ids)
-    assert tokenizer.decode(completion) == '{"name": "get_order", "arguments": {"order_id": "O-17"}}'
-    row = TrainingRow(role="agent", group="g", prompt_ids=[1, 2], completion_ids=completion, env_mask=mask,
-                      logprobs=[0.0] * len(completion), spans=spans, reward=1.0)  # fmt: skip
-    restrictions = GrammarRestrictions(tokenizer)
-    restrictions.prepare([row])
-    restriction = restrictions.find([1, 2], completion)
-    assert restriction is not None and not restriction.refused
-    assert set(restriction.positions) <= {i for i, bit in enumerate(mask) if bit}
-    admitted = restriction.admitted(len(tokenizer))
-    first = [tokenizer.decode([t]) for t in range(len(tokenizer)) if admitted[0][t]]
-    assert first and all("get_order".startswith(text) or "finish".startswith(text) for text in first)
-    string_start = list(restriction.positions).index(spans[1].start)
-    quote = tokenizer.encode('"')[0]
-    assert admitted[string_start][quote], "a string may end at once: its closing quote is the span's choice"
-    (quote_brace,) = tokenizer.encode('"}')
-    assert not admitted[string_start][quote_brace], "the span ends at its quote: the glue closes the call"
-    whole = AdmittedTokens(tokenizer).restriction(call_grammar(TOOLS), completion, [1] * len(completion))
-    at = list(whole.positions).index(spans[1].start)
-    assert whole.admitted(len(tokenizer))[at][quote_brace], "where the whole call's grammar admits it"

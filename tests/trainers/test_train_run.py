@@ -38,8 +38,9 @@ TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designe
         "policy.lora_rank=4"]  # fmt: skip
 ADAPTER = "spadework-policy"
 ENV = {**os.environ, "COLUMNS": "200"}
-# Two whole runs with two TRL updates between them: 4-5 minutes on 2 cores, over the suite's 300 s default.
-pytestmark = pytest.mark.timeout(900)
+# Two whole runs with two TRL updates between them: 75 s of the default suite's 13.7 minutes on 2 cores, so
+# it runs with `just test-slow` (the loop itself is tested in process in test_train_loop.py).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
