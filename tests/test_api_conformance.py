@@ -34,7 +34,7 @@ def _schemathesis(name: str, folder: Path, examples: int, seed: int) -> None:
 
 @pytest.mark.parametrize("name", sorted(WORLDS))
 def test_served_api_conforms_to_its_openapi_document(name: str, tmp_path: Path) -> None:
-    _schemathesis(name, tmp_path, examples=10, seed=20261129)  # the longer fuzz: `just test-slow`
+    _schemathesis(name, tmp_path, examples=25, seed=20261129)  # fewer leaves an operation unreached
 
 
 @pytest.mark.slow

@@ -362,6 +362,21 @@ def test_each_problem_names_its_json_path(edit: Any, expected: str) -> None:
     assert expected in rejection(document)
 
 
+def test_a_field_a_record_leaves_out_takes_its_zero_value_and_its_key_never_does() -> None:
+    """Defaults first, then an enum's first value, then the type's zero; a create call must still give it."""
+    document = desk()
+    document["tables"][0]["records"][1] = {"account_id": "A2"}  # no owner, balance or status
+    document["tables"][1]["records"][2] = {"order_id": "O3", "customer": "Alan Turing"}  # no status, no items
+    world = started(compile_spec(parse_spec(document)))
+    state = world.state.model_dump()
+    assert state["accounts"]["A2"] == {"account_id": "A2", "owner": "", "balance": 0.0, "status": "active"}
+    assert state["orders"]["O3"] == {"order_id": "O3", "customer": "Alan Turing", "status": "pending", "items": 1}
+    add_payee = next(tool for tool in world.openai_tools() if tool["function"]["name"] == "add_payee")
+    assert add_payee["function"]["parameters"]["required"] == ["payee_id", "name"]
+    document["tables"][3]["records"][1] = {"name": "City Water"}
+    assert "tables[3].records[1].payee_id: required, but missing (every record has its key)" in rejection(document)
+
+
 def test_several_problems_are_reported_together() -> None:
     document = desk()
     document["tools"][0]["table"] = "nowhere"

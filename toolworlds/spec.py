@@ -67,7 +67,12 @@ class Strict(BaseModel):
 class FieldSpec(Strict):
     type: FieldType
     enum: list[Scalar] | None = Field(default=None, min_length=1, description="The only values the field takes.")
-    default: Scalar | None = Field(default=None, description="Used where a record or a create call leaves it out.")
+    default: Scalar | None = Field(
+        default=None,
+        description="Used where a record or a create call leaves it out. Without one, a create call must give the "
+        "field, and a record that leaves it out gets the field's zero value (its enum's first value, else \"\", 0 "
+        "or false).",
+    )
     description: str = Field(default="", max_length=200, description="Shown to the agent in argument schemas.")
 
 
@@ -362,6 +367,17 @@ def _table_problems(spec: Spec) -> Iterator[SpecProblem]:
         yield from _record_problems(table, t)
 
 
+def zero_value(field: FieldSpec) -> Scalar:
+    """What a record holds in a field it leaves out: the default, else the enum's first value, else the type's zero
+    (a small author often leaves fields out; a missing value is a fact of the world, not a broken spec)."""
+    if field.default is not None:
+        return field.default
+    if field.enum:
+        return field.enum[0]
+    zeros: dict[str, Scalar] = {"string": "", "integer": 0, "number": 0.0, "boolean": False}
+    return zeros[field.type]
+
+
 def _record_problems(table: TableSpec, t: int) -> Iterator[SpecProblem]:
     keys: dict[str, int] = {}
     for r, record in enumerate(table.records):
@@ -375,9 +391,8 @@ def _record_problems(table: TableSpec, t: int) -> Iterator[SpecProblem]:
                 )
             elif (problem := value_problem(field, value)) is not None:
                 yield _problem(problem, *where, name)
-        for name, field in table.fields.items():
-            if name not in record and field.default is None:
-                yield _problem("required, but missing (the field has no default)", *where, name)
+        if table.key not in record:
+            yield _problem("required, but missing (every record has its key)", *where, table.key)
         key = record.get(table.key)
         if isinstance(key, str):
             if not key.strip() or "/" in key:

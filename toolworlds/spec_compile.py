@@ -47,6 +47,7 @@ from toolworlds.spec import (
     allowed_values,
     check_spec,
     load_spec,
+    zero_value,
 )
 from toolworlds.tool import ToolSpec, listing
 
@@ -454,7 +455,7 @@ def compile_spec(spec: Spec) -> type[SpecWorld]:
         name: (types.GenericAlias(dict, (str, model)), ...) for name, model in records.items()
     }
     state_model = create_model(f"{spec.name}_state", **state_fields)
-    initial = state_model.model_validate({t.name: {r[t.key]: r for r in t.records} for t in spec.tables})
+    initial = state_model.model_validate({t.name: {r[t.key]: _complete(t, r) for r in t.records} for t in spec.tables})
     tools = {tool.name: _compile_tool(tool, spec, records) for tool in spec.tools}
     planned = _run_plan(spec, tools, initial)
     expectations = _expectations(spec, Expectations.of_plan(spec, initial.model_dump(), planned.model_dump()))
@@ -482,6 +483,11 @@ def compile_spec(spec: Spec) -> type[SpecWorld]:
 def compile_spec_file(path: Path) -> type[SpecWorld]:
     """Load and compile a `.json` spec (trusted: it runs in this process, but a spec holds no code)."""
     return compile_spec(load_spec(path))
+
+
+def _complete(table: TableSpec, record: dict[str, Any]) -> dict[str, Any]:
+    """A spec's record with the fields it left out at their zero values."""
+    return {**{name: zero_value(field) for name, field in table.fields.items()}, **record}
 
 
 def _record_model(table: TableSpec) -> type[BaseModel]:

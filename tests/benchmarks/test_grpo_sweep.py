@@ -58,6 +58,7 @@ def test_the_proxy_measures_on_a_hand_computed_case() -> None:
     assert unchanged.auc == 0.5, "no preference: all ties"
 
 
+@pytest.mark.slow  # 13 s of forward passes for the sweep script: `just test-slow`
 def test_validation_logprobs_with_a_shared_opening_match_one_pass_per_row() -> None:
     import torch
 

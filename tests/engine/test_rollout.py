@@ -102,6 +102,7 @@ async def test_drift_is_counted_not_hidden(tmp_path: Path) -> None:
     assert first is not None and first.drift[0].turn == 1
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # ~19 s of timeouts per backend; trio: the slow test below
 async def test_faults_at_twenty_percent_are_marked_and_counted(tmp_path: Path) -> None:
     with mock_model("--fault-rate", "0.2", "--hang", "30", "--seed", "3") as url:
         stats, records = await play(tmp_path, [url], tasks=40, concurrency=16, request_timeout_s=1.0)
@@ -117,6 +118,12 @@ async def test_faults_at_twenty_percent_are_marked_and_counted(tmp_path: Path) -
     retried = [turn for record in records for turn in record.turns if turn.attempts > 1]
     assert retried, "5xx, hangs and dropped connections are retried"
     assert sum(record.malformed_turns for record in records) == stats.malformed_turns > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_faults_at_twenty_percent_are_marked_and_counted_under_trio(tmp_path: Path) -> None:
+    await test_faults_at_twenty_percent_are_marked_and_counted(tmp_path)
 
 
 async def test_a_model_that_only_writes_garbage_is_truncated_not_crashed(tmp_path: Path) -> None:

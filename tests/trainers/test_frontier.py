@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from engine.trajectory import EpisodeKey, EpisodeRecord
 from trainers.frontier import FrontierTasks, Tally, choose, family_of, tally_groups
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES
@@ -42,6 +44,7 @@ def test_a_family_that_spreads_wins_and_one_that_never_does_loses_to_the_untried
     assert against_cold[untried] > against_cold[cold]
 
 
+@pytest.mark.slow  # 24 s: each pick scans 64 candidate seeds per world (`just test-slow`)
 def test_picks_are_training_tasks_of_the_suite_and_repeat_for_the_same_rng() -> None:
     suite = SUITES["reference-lite"]
     cancel = ("orders", ("cancel_order",))

@@ -89,6 +89,7 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tm
     assert not torch.equal(sync.pushed[0], initial) and not torch.equal(sync.pushed[1], sync.pushed[0])
 
 
+@pytest.mark.slow  # 25 s of TRL steps for an option the presets leave at 1: `just test-slow`
 def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_last(tmp_path: Path) -> None:
     model, tokenizer = load_policy(default_gguf())
     prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
