@@ -18,7 +18,9 @@ MAX_STRING = 48  # characters in a string without a maxLength: a runaway string 
 MAX_ITEMS = 8
 
 
-class _Rules:
+class GrammarRules:
+    """The numbered rules of one GBNF grammar, added as expressions need them."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
 
@@ -27,13 +29,18 @@ class _Rules:
         self.lines.append(f"{name} ::= {body}")
         return name
 
+    def grammar(self, root: str) -> str:
+        """The whole grammar: `root` and every rule added so far."""
+        return "\n".join([f"root ::= {root}", *self.lines])
 
-def _literal(text: str) -> str:
+
+def literal(text: str) -> str:
+    """A GBNF literal matching exactly `text`."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _json_literal(value: Any) -> str:
-    return _literal(json.dumps(value, ensure_ascii=False))
+    return literal(json.dumps(value, ensure_ascii=False))
 
 
 def _string(schema: dict[str, Any]) -> str:
@@ -50,7 +57,16 @@ _SCALARS = {
 }
 
 
-def _value(schema: Any, rules: _Rules) -> str:
+def _not_negative(schema: dict[str, Any]) -> bool:
+    """Whether a number `schema` admits no negative value (an amount, a count): the grammar drops the sign."""
+    bounds = (schema.get("minimum"), schema.get("exclusiveMinimum"))
+    return any(isinstance(bound, int | float) and bound >= 0 for bound in bounds)
+
+
+def json_value(schema: Any, rules: GrammarRules) -> str:
+    """A GBNF expression for one compact JSON value `schema` admits (the subset tool arguments use)."""
+    if isinstance(schema, dict) and "x-gbnf" in schema:  # a schema may carry its own expression
+        return str(schema["x-gbnf"])
     if not isinstance(schema, dict) or not schema:
         return f"({_string({})} | {_SCALARS['number']} | {_SCALARS['boolean']} | {_SCALARS['null']})"
     if "const" in schema:
@@ -59,30 +75,33 @@ def _value(schema: Any, rules: _Rules) -> str:
         return "(" + " | ".join(_json_literal(option) for option in schema["enum"]) + ")"
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return "(" + " | ".join(_value(option, rules) for option in schema[key]) + ")"
+            return "(" + " | ".join(json_value(option, rules) for option in schema[key]) + ")"
     kind = schema.get("type")
     if isinstance(kind, list):
-        return "(" + " | ".join(_value({**schema, "type": one}, rules) for one in kind) + ")"
+        return "(" + " | ".join(json_value({**schema, "type": one}, rules) for one in kind) + ")"
     if kind == "string":
         return _string(schema)
+    if kind in ("integer", "number") and _not_negative(schema):
+        return _SCALARS[kind].removeprefix('"-"? ')
     if kind in _SCALARS:
         return _SCALARS[kind]
     if kind == "array":
-        item = rules.add(_value(schema.get("items"), rules))
+        item = rules.add(json_value(schema.get("items"), rules))
         most = int(schema.get("maxItems", MAX_ITEMS))
-        return f'"[" ({item} (", " {item}){{0,{max(0, most - 1)}}})? "]"'
+        more = f' (", " {item}){{0,{most - 1}}}' if most > 1 else ""  # llguidance refuses `{0,0}`
+        return f'"[" ({item}{more})? "]"'
     if kind == "object" or "properties" in schema:
         return _object(schema, rules)
-    return _value({}, rules)
+    return json_value({}, rules)
 
 
-def _object(schema: dict[str, Any], rules: _Rules) -> str:
+def _object(schema: dict[str, Any], rules: GrammarRules) -> str:
     """`{...}` with the schema's properties in declared order, each optional one free to be left out."""
     properties = list((schema.get("properties") or {}).items())
     required = set(schema.get("required") or [])
     if not properties:
         return '"{}"'
-    pairs = [f"{_literal(json.dumps(name) + ': ')} {rules.add(_value(value, rules))}" for name, value in properties]
+    pairs = [f"{literal(json.dumps(name) + ': ')} {rules.add(json_value(value, rules))}" for name, value in properties]
     # after[i]: the properties from i on, the first of them preceded by ", "; first[i]: with nothing before it.
     after: list[str] = [""] * (len(properties) + 1)
     first: list[str] = [""] * (len(properties) + 1)
@@ -104,11 +123,11 @@ def _object(schema: dict[str, Any], rules: _Rules) -> str:
 
 def call_grammar(tools: Sequence[dict[str, Any]]) -> str:
     """The grammar of one call of one of `tools` (OpenAI function specs), with nothing before or after it."""
-    rules = _Rules()
+    rules = GrammarRules()
     calls = []
     for entry in tools:
         function = entry["function"]
-        arguments = _value(function.get("parameters") or {"type": "object"}, rules)
-        head = _literal('{"name": ' + json.dumps(function["name"]) + ', "arguments": ')
+        arguments = json_value(function.get("parameters") or {"type": "object"}, rules)
+        head = literal('{"name": ' + json.dumps(function["name"]) + ', "arguments": ')
         calls.append(f'{head} {arguments} "}}"')
-    return "\n".join([f"root ::= {' | '.join(calls)}", *rules.lines])
+    return rules.grammar(" | ".join(calls))

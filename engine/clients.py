@@ -21,7 +21,7 @@ from engine.endpoints import Answer, Endpoint, EndpointPool
 from engine.parsing import ParsedReply, constrained_response_format, parse_constrained, parse_native, parse_text
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate
-from engine.trajectory import DriftEvent, TokenTrace, Turn
+from engine.trajectory import DriftEvent, SampledSpan, TokenTrace, Turn
 from engine.transport import EndpointFailure
 
 
@@ -111,6 +111,16 @@ def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[f
     else:
         values = logprobs.get("token_logprobs") or [] if isinstance(logprobs, dict) else []
     return sampled, [None if value is None else float(value) for value in values]
+
+
+class Stages(Protocol):
+    """A reply written in stages (`TokensClient.sample_stages`): each stage's grammar from what came before."""
+
+    def grammar(self) -> str | None:
+        """The next stage's grammar; None when the reply is whole."""
+
+    def wrote(self, text: str) -> None:
+        """Take in the text the current stage sampled."""
 
 
 @dataclass(frozen=True)
@@ -222,19 +232,66 @@ class TokensClient:
         self.tokens_used = len(self._trace.prompt_ids)
 
     async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+        sampled, truncated = await self._sample_span(self._grammar, self.settings.max_tokens_per_turn, turn)
+        self._last_sampled, self._last_truncated = sampled, truncated
+        text = self.template.reply_text(sampled)
+        reply = parse_constrained(text) if self.settings.call_schema else parse_text(text)
+        return {"role": "assistant", "content": text}, reply
+
+    async def sample_stages(self, stages: Stages, turn: Turn) -> dict[str, Any]:
+        """One reply sampled in stages, each its own request under the grammar `stages` builds from what the
+        earlier ones wrote. Every id is the server's (mask 1), each stage's start and grammar recorded as a
+        span; the stages share the turn's token budget; a stage's closing end-of-generation step (the only
+        token its finished grammar allowed) is dropped when another stage follows."""
+        trace, budget = self._trace, self.settings.max_tokens_per_turn
+        reply: list[int] = []
+        usage = [0, 0]
+        truncated = False
+        grammar = stages.grammar()
+        while grammar is not None:
+            if len(reply) >= budget:
+                truncated = True
+                break
+            trace.spans.append(SampledSpan(start=len(trace.completion_ids), grammar=grammar))
+            sampled, truncated = await self._sample_span(grammar, budget - len(reply) + 1, turn, usage)
+            ended = bool(sampled) and sampled[-1] in self.template.stop_ids
+            stages.wrote(self.template.reply_text(sampled))
+            grammar = stages.grammar()
+            if len(reply) + len(sampled) > budget:  # the step past the budget (room for a stage's end) is not kept
+                self._drop_last()
+                reply.extend(sampled[:-1])
+                truncated = True
+                break
+            if truncated or not ended:
+                reply.extend(sampled)
+                truncated = True
+                break
+            if grammar is None:  # the last stage: its end is the reply's
+                reply.extend(sampled)
+                break
+            self._drop_last()
+            reply.extend(sampled[:-1])
+        turn.finish_reason = "length" if truncated else "stop"
+        self._last_sampled, self._last_truncated = reply, truncated
+        return {"role": "assistant", "content": self.template.reply_text(reply)}
+
+    async def _sample_span(
+        self, grammar: str, max_tokens: int, turn: Turn, usage: list[int] | None = None
+    ) -> tuple[list[int], bool]:
+        """Sample from the held ids under `grammar`; append the sampled ids (mask 1) to the trace."""
         settings, trace = self.settings, self._trace
         body: dict[str, Any] = {
             "model": settings.model,
             "prompt": trace.prompt_ids + trace.completion_ids,
-            "max_tokens": settings.max_tokens_per_turn,
+            "max_tokens": max_tokens,
             "temperature": settings.temperature,
             "logprobs": 1,
             "return_token_ids": True,
             "skip_special_tokens": False,
             **settings.extra_body,
         }
-        if self._grammar:
-            body["grammar"] = self._grammar
+        if grammar:
+            body["grammar"] = grammar
         if settings.completions == "llama.cpp":
             body["return_tokens"] = True
             body["n_probs"] = 1
@@ -242,7 +299,12 @@ class TokensClient:
             answer.body = _as_openai_completion(answer.body)
         else:
             answer = await self.route.post("/completions", body)
+        latency, attempts = turn.latency_s, turn.attempts
         choice = _first_choice(answer, turn, "text")
+        if usage is not None:  # one turn of several requests: the turn reports their sums (and the most retries)
+            turn.latency_s, turn.attempts = turn.latency_s + latency, max(turn.attempts, attempts)
+            usage[0] += turn.prompt_tokens or 0
+            usage[1] += turn.completion_tokens or 0
         sampled, logprobs = _sampled_ids_and_logprobs(choice)
         if turn.completion_tokens is not None and turn.completion_tokens != len(sampled):
             # llama.cpp's OpenAI API reports the tokens of one character as one entry: ids are missing.
@@ -254,23 +316,27 @@ class TokensClient:
         if len(logprobs) != len(sampled):
             turn.problems.append(f"the server returned {len(logprobs)} logprobs for {len(sampled)} tokens")
             logprobs = [None] * len(sampled)
-        trace.completion_ids.extend(sampled)
-        trace.loss_mask.extend([1] * len(sampled))
+        if usage is not None:
+            turn.prompt_tokens, turn.completion_tokens = usage
+        self._append(sampled, logprobs, 1)
+        return sampled, choice.get("finish_reason") == "length"
+
+    def _append(self, ids: list[int], logprobs: list[float | None], mask: int) -> None:
+        trace = self._trace
+        trace.completion_ids.extend(ids)
+        trace.loss_mask.extend([mask] * len(ids))
         trace.logprobs.extend(logprobs)
-        self._last_sampled = sampled
-        self._last_truncated = choice.get("finish_reason") == "length"
         self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
-        text = self.template.reply_text(sampled)
-        reply = parse_constrained(text) if self.settings.call_schema else parse_text(text)
-        return {"role": "assistant", "content": text}, reply
+
+    def _drop_last(self) -> None:
+        """Forget a stage's end-of-generation step: the grammar allowed nothing else, and a stage follows."""
+        trace = self._trace
+        del trace.completion_ids[-1], trace.loss_mask[-1], trace.logprobs[-1]
+        self.tokens_used -= 1
 
     def observe(self, new_messages: list[dict[str, Any]]) -> None:
-        trace = self._trace
         glue = self.template.continuation(self._last_sampled, self._last_truncated, new_messages)
-        trace.completion_ids.extend(glue)
-        trace.loss_mask.extend([0] * len(glue))
-        trace.logprobs.extend([0.0] * len(glue))
-        self.tokens_used = len(trace.prompt_ids) + len(trace.completion_ids)
+        self._append(glue, [0.0] * len(glue), 0)
 
     def finish(self, messages: list[dict[str, Any]]) -> None:
         """Compare the held ids with a one-shot rendering of the whole conversation; a difference is drift."""

@@ -55,6 +55,13 @@ class DriftEvent(BaseModel):
     position: int = Field(description="Index of the first id that differs from the held sequence.")
 
 
+class SampledSpan(BaseModel):
+    """Where a run of sampled tokens starts (an index into `completion_ids`) and the grammar it was drawn under."""
+
+    start: int
+    grammar: str
+
+
 class TokenTrace(BaseModel):
     """The whole episode as one id sequence: the first prompt, then everything after it.
 
@@ -73,6 +80,11 @@ class TokenTrace(BaseModel):
         default="",
         description="the GBNF grammar each sampled reply (each run of loss-mask 1) was drawn under, from its start "
         "(tokens mode with call_schema): the trainer needs it to score the restricted policy that sampled",
+    )
+    spans: list[SampledSpan] = Field(
+        default_factory=list,
+        description="a reply sampled in stages (a staged spec designer's): each stage's first id and the GBNF "
+        "grammar it was drawn under from there, to the next span or the end of its run of loss-mask 1",
     )
     rerender_matches: bool | None = Field(
         default=None,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.grammar_walk import bytes_matcher  # noqa: F401  (a fixture for every test module)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:

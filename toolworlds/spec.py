@@ -441,6 +441,11 @@ def _kind_problems(tool: ToolDefinition, table: TableSpec, i: int) -> Iterator[S
             yield _problem(f"transfer needs a numeric field; {tool.field!r} is {field.type}", "tools", i, "field")
     elif isinstance(tool, UpdateTool):
         yield from _update_problems(tool, table, i)
+    elif isinstance(tool, CreateTool) and tool.key_prefix is not None:
+        key = table.fields.get(table.key)
+        if key is not None and key.enum is not None:
+            problem = f"key_prefix makes up keys, but {table.key!r} only takes the values of its enum"
+            yield _problem(problem, "tools", i, "key_prefix")
 
 
 def allowed_values(tool: UpdateTool, field: FieldSpec) -> list[Scalar] | None:

@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from toolworlds.core import Brief, Finish, ToolCall, ToolError, ToolWorld
 from toolworlds.scoring import Scorecard, copy_of, mentions, mentions_amount
@@ -49,7 +49,7 @@ from toolworlds.spec import (
     load_spec,
     zero_value,
 )
-from toolworlds.tool import ToolSpec, listing
+from toolworlds.tool import ToolSpec, listing, problems_in
 
 Values = dict[str, dict[str, dict[str, Any]]]  # table -> key -> field -> value: a state as plain data
 ToolT = TypeVar("ToolT", bound=ToolDefinition)
@@ -161,7 +161,7 @@ class Listing(Operation[ListTool]):
     def apply(self, state: BaseModel, arguments: dict[str, Any]) -> object:
         records = list(self.records(state).values())
         name = self.tool.filter_by
-        return records if name is None else [r for r in records if _same(getattr(r, name), arguments[name])]
+        return records if name is None else [r for r in records if same_value(getattr(r, name), arguments[name])]
 
 
 class Update(Operation[UpdateTool]):
@@ -185,8 +185,8 @@ class Update(Operation[UpdateTool]):
         new = self.tool.value if self.tool.value is not None else arguments[name]
         current = getattr(record, name)
         if self.tool.transitions is not None:
-            onward = [t.to for t in self.tool.transitions if _same(t.from_, current)]
-            if not any(_same(to, new) for to in onward):
+            onward = [t.to for t in self.tool.transitions if same_value(t.from_, current)]
+            if not any(same_value(to, new) for to in onward):
                 can = ", ".join(_shown(to) for to in onward) or "nothing"
                 message = f"{self.table.name} {key} has {name} {_shown(current)} and cannot change to {_shown(new)}"
                 raise ToolError("illegal_transition", f"{message}; it can change to: {can}")
@@ -213,7 +213,11 @@ class Create(Operation[CreateTool]):
         key = self.new_key(records) if self.tool.key_prefix is not None else arguments[self.table.key]
         if key in records:
             raise ToolError("already_exists", f"{self.table.name} already has a record with {self.table.key} {key!r}")
-        records[key] = self.record.model_validate({**arguments, self.table.key: key})
+        try:
+            records[key] = self.record.model_validate({**arguments, self.table.key: key})
+        except ValidationError as error:  # a key outside the key field's enum: the only check arguments miss
+            problems = listing(problems_in(error))
+            raise ToolError("invalid_record", f"not a valid {self.table.name} record: {problems}") from None
         return records[key]
 
     def new_key(self, records: dict[str, BaseModel]) -> str:
@@ -292,7 +296,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _same(a: object, b: object) -> bool:
+def same_value(a: object, b: object) -> bool:
     """Equal as the JSON reads: numbers to a millionth (sums of floats drift), and true is not 1."""
     if _is_number(a) and _is_number(b):
         return math.isclose(cast(float, a), cast(float, b), abs_tol=1e-6)
@@ -327,7 +331,7 @@ class Expectations:
             for key, record in records.items()
             if key in initial[table]
             for name, value in record.items()
-            if not _same(value, initial[table][key][name])
+            if not same_value(value, initial[table][key][name])
         ]
         deletions = [(table, key) for table, records in initial.items() for key in records if key not in planned[table]]
         creations = [(t, r) for t, records in planned.items() for key, r in records.items() if key not in initial[t]]
@@ -360,7 +364,7 @@ class Expectations:
         card = Scorecard()
         for table, key, name, value in self.changes:
             record = now[table].get(key)
-            card.goal(f"{table}/{key} {name} set", record is not None and _same(record[name], value))
+            card.goal(f"{table}/{key} {name} set", record is not None and same_value(record[name], value))
         for table, key in self.deletions:
             card.goal(f"{table}/{key} deleted", key not in now[table])
         unasked = {
@@ -391,7 +395,7 @@ class Expectations:
     def _take(candidates: list[dict[str, Any]], wanted: dict[str, Any], ignored: str | None) -> bool:
         """Remove and report the first new record that matches `wanted` (on every field but a generated key)."""
         for index, record in enumerate(candidates):
-            if all(_same(record[name], value) for name, value in wanted.items() if name != ignored):
+            if all(same_value(record[name], value) for name, value in wanted.items() if name != ignored):
                 del candidates[index]
                 return True
         return False
@@ -407,7 +411,7 @@ class Expectations:
                     if (table, key) not in deleted:
                         return True
                     continue
-                if any((table, key, n) not in planned and not _same(current[n], v) for n, v in record.items()):
+                if any((table, key, n) not in planned and not same_value(current[n], v) for n, v in record.items()):
                     return True
         return False
 
@@ -450,13 +454,7 @@ class CompiledTool:
 def compile_spec(spec: Spec) -> type[SpecWorld]:
     """The `ToolWorld` class a spec describes; raises `SpecError` if the spec or its plan is unsound."""
     check_spec(spec)
-    records = {table.name: _record_model(table) for table in spec.tables}
-    state_fields: dict[str, Any] = {
-        name: (types.GenericAlias(dict, (str, model)), ...) for name, model in records.items()
-    }
-    state_model = create_model(f"{spec.name}_state", **state_fields)
-    initial = state_model.model_validate({t.name: {r[t.key]: _complete(t, r) for r in t.records} for t in spec.tables})
-    tools = {tool.name: _compile_tool(tool, spec, records) for tool in spec.tools}
+    initial, tools = _state_and_tools(spec)
     planned = _run_plan(spec, tools, initial)
     expectations = _expectations(spec, Expectations.of_plan(spec, initial.model_dump(), planned.model_dump()))
     card = expectations.grade(planned, expectations.answer_text())
@@ -480,6 +478,26 @@ def compile_spec(spec: Spec) -> type[SpecWorld]:
     return cast(type[SpecWorld], types.new_class(class_name, (SpecWorld,), exec_body=lambda ns: ns.update(namespace)))
 
 
+def _state_and_tools(spec: Spec) -> tuple[BaseModel, dict[str, CompiledTool]]:
+    """The initial state (a model with one `key -> record` map per table) and every tool, compiled."""
+    records = {table.name: _record_model(table) for table in spec.tables}
+    state_fields: dict[str, Any] = {
+        name: (types.GenericAlias(dict, (str, model)), ...) for name, model in records.items()
+    }
+    state_model = create_model(f"{spec.name}_state", **state_fields)
+    initial = state_model.model_validate({t.name: {r[t.key]: _complete(t, r) for r in t.records} for t in spec.tables})
+    return initial, {tool.name: _compile_tool(tool, spec, records) for tool in spec.tools}
+
+
+def state_after_plan(spec: Spec) -> Values:
+    """The state `spec`'s plan leaves, as plain data, for a spec whose task may not be finished yet: what a
+    staged designer reads to offer its next call only the records that exist then. Raises `SpecError` if a
+    call is refused; does not check the rest of the spec (the gates do)."""
+    initial, tools = _state_and_tools(spec)
+    state: Values = _run_plan(spec, tools, initial).model_dump()
+    return state
+
+
 def compile_spec_file(path: Path) -> type[SpecWorld]:
     """Load and compile a `.json` spec (trusted: it runs in this process, but a spec holds no code)."""
     return compile_spec(load_spec(path))
@@ -499,6 +517,15 @@ def _record_model(table: TableSpec) -> type[BaseModel]:
         for name, field in table.fields.items()
     }
     return create_model(f"{table.name}_record", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def tool_contract(tool: ToolDefinition, spec: Spec) -> ToolSpec:
+    """The contract (argument and result schemas) `tool` has in the world `spec` compiles to, with no plan run:
+    what a staged designer needs to write calls of a tool before the task exists."""
+    table = spec.table(tool.table)
+    if table is None:
+        raise SpecError([SpecProblem(path="tools", problem=f"no table named {tool.table!r}")])
+    return _compile_tool(tool, spec, {table.name: _record_model(table)}).spec
 
 
 def _compile_tool(tool: ToolDefinition, spec: Spec, records: dict[str, type[BaseModel]]) -> CompiledTool:

@@ -60,7 +60,7 @@ class DesignerConfig(_Section):
     format: Literal["python", "spec"] = Field(
         "python",
         description="What the designer writes: a Python world (run in the sandbox) or a JSON toolworld spec, "
-        "sampled under the spec schema's grammar and compiled by trusted code.",
+        "compiled by trusted code (tokens mode: written in stages, each under a grammar of what came before).",
     )
     documents: int = Field(1, ge=1, description="Grounding documents per iteration.")
     generations: int = Field(2, ge=1, description="G: designer replies per document (one GRPO group).")

@@ -20,6 +20,7 @@ such token; tokens whose admitted set is the whole vocabulary are left as they a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from engine.trajectory import SampledSpan
 from trainers.rows import TrainingRow
 
 log = structlog.get_logger(__name__)
@@ -82,34 +84,37 @@ class AdmittedTokens:
         except Exception as error:  # llguidance raises plain exceptions for grammars it cannot read
             raise ValueError(f"the recorded grammar does not compile for the trainer: {error}") from error
 
-    def restriction(self, grammar: str, completion_ids: list[int], env_mask: list[int]) -> Restriction:
+    def restriction(
+        self, grammar: str, completion_ids: list[int], env_mask: list[int], spans: Sequence[SampledSpan] = ()
+    ) -> Restriction:
         """The admitted sets of every sampled token of a row whose replies (runs of env_mask 1) were each
-        sampled under `grammar` from the reply's start. Positions where everything is admitted are left out."""
+        sampled under `grammar` from the reply's start, or, given `spans`, whose sampled spans were each drawn
+        under their own grammar from the span's start. Positions where everything is admitted are left out."""
         from llguidance import LLMatcher
 
-        compiled = self._compiled(grammar)
-        gbnf = not _is_llguidance(grammar)  # llama.cpp's own grammar engine, whose rules differ a little
+        starts = _grammar_starts(grammar, env_mask, spans)
         positions: list[int] = []
         masks: list[np.ndarray] = []
         refused_at: list[int] = []
         matcher: Any = None
-        refused = False  # an earlier token of this reply was refused: the rest of it stays unrestricted
+        gbnf = False  # llama.cpp's own grammar engine, whose rules differ a little from llguidance's
         for index, (token, sampled) in enumerate(zip(completion_ids, env_mask, strict=True)):
             if not sampled:
-                matcher, refused = None, False  # the next sampled token starts a new reply
+                matcher = None  # the next sampled token starts a new reply
                 continue
-            if refused:
-                continue
-            if matcher is None:
-                matcher = LLMatcher(self.lltokenizer, compiled)
+            if index in starts:
+                matcher = LLMatcher(self.lltokenizer, self._compiled(starts[index]))
+                gbnf = not _is_llguidance(starts[index])
                 if matcher.is_error():
                     raise ValueError(f"the recorded grammar does not start for the trainer: {matcher.get_error()}")
+            if matcher is None:
+                continue  # unrestricted: no grammar, or an earlier token of this span was refused
             mask = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32).copy()
             if gbnf:
                 self._admit_llama_cpp_extras(matcher, mask)
             if not _has(mask, token):
                 refused_at.append(index)
-                refused = True
+                matcher = None  # the rest of this span stays unrestricted
                 continue
             if _count(mask, self.vocab) < self.vocab:
                 positions.append(index)
@@ -124,25 +129,28 @@ class AdmittedTokens:
             refused=refused_at,
         )
 
-    def forced(self, grammar: str, completion_ids: list[int], env_mask: list[int]) -> list[bool]:
+    def forced(
+        self, grammar: str, completion_ids: list[int], env_mask: list[int], spans: Sequence[SampledSpan] = ()
+    ) -> list[bool]:
         """Per sampled token (env_mask 1, in order): whether its bytes were forced by the grammar, i.e. the only
         text the grammar allowed there starts with them. Such a token is no choice of the model's, yet the
         sampler spends a decoding step on it: the share of them is what skipping forced text would save."""
         from llguidance import LLMatcher
 
-        compiled = self._compiled(grammar)
+        starts = _grammar_starts(grammar, env_mask, spans)
         flags: list[bool] = []
         matcher: Any = None
-        for token, sampled in zip(completion_ids, env_mask, strict=True):
+        for index, (token, sampled) in enumerate(zip(completion_ids, env_mask, strict=True)):
             if not sampled:
                 matcher = None  # the next sampled token starts a new reply
                 continue
-            if matcher is None:
-                matcher = LLMatcher(self.lltokenizer, compiled)
-            ahead = matcher.compute_ff_bytes() if not matcher.is_error() else b""
+            if index in starts:
+                matcher = LLMatcher(self.lltokenizer, self._compiled(starts[index]))
+            ahead = matcher.compute_ff_bytes() if matcher is not None and not matcher.is_error() else b""
             text = self.lltokenizer.decode_bytes([token])
             flags.append(bool(ahead and text and ahead.startswith(text)))
-            matcher.consume_token(token)
+            if matcher is not None:
+                matcher.consume_token(token)
         return flags
 
     def _admit_llama_cpp_extras(self, matcher: Any, mask: np.ndarray) -> None:
@@ -158,6 +166,15 @@ class AdmittedTokens:
 
 # Texts llama.cpp treats as end of generation besides the model's EOS (its vocabulary's EOG heuristics).
 _END_OF_GENERATION = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
+
+
+def _grammar_starts(grammar: str, env_mask: list[int], spans: Sequence[SampledSpan]) -> dict[int, str]:
+    """Where a grammar starts, and which: each span's own, or else `grammar` at the start of every reply."""
+    if spans:
+        return {span.start: span.grammar for span in spans}
+    if not grammar:
+        return {}
+    return {i: grammar for i, sampled in enumerate(env_mask) if sampled and (i == 0 or not env_mask[i - 1])}
 
 
 def _is_llguidance(grammar: str) -> bool:
@@ -188,13 +205,13 @@ class GrammarRestrictions:
         """Rebuild the admitted sets of a new batch (the previous batch's are dropped)."""
         self._rows = {}
         for row in rows:
-            if not row.grammar:
+            if not row.grammar and not row.spans:
                 continue
             key = (tuple(row.prompt_ids), tuple(row.completion_ids))
             if key not in self._rows:
                 if self._admitted is None:
                     self._admitted = AdmittedTokens(self.tokenizer)
-                self._rows[key] = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask)
+                self._rows[key] = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask, row.spans)
 
     def find(self, prompt_ids: list[int], completion_ids: list[int]) -> Restriction | None:
         return self._rows.get((tuple(prompt_ids), tuple(completion_ids)))

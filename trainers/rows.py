@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from engine.trajectory import EpisodeRecord, Role, TokenTrace
+from engine.trajectory import EpisodeRecord, Role, SampledSpan, TokenTrace
 
 Scale = Literal["role", "group", "none"]
 
@@ -34,6 +34,7 @@ class TrainingRow(BaseModel):
     logprobs: list[float | None]  # the sampler's; None: not reported (no importance weight there)
     env_mask: list[int]  # 1: a sampled token (in the loss); 0: tool results and template glue
     grammar: str = ""  # the grammar each sampled reply was constrained by ("": none; `trainers.constrained`)
+    spans: list[SampledSpan] = []  # or each stage's own grammar (a staged reply; `TokenTrace.spans`)
     reward: float
     advantage: float = 0.0
 
@@ -70,6 +71,7 @@ def _row(role: Role, group: str, trace: TokenTrace, reward: float) -> TrainingRo
         logprobs=list(trace.logprobs),
         env_mask=trace.loss_mask,
         grammar=trace.grammar,
+        spans=trace.spans,
         reward=reward,
     )
 

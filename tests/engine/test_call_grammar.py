@@ -18,7 +18,7 @@ import pytest
 from engine.call_grammar import call_grammar
 from engine.episode import FINISH_FUNCTION
 from engine.parsing import parse_constrained
-from engine.templates import byte_tokenizer
+from tests.grammar_walk import admits, random_reply
 from toolworlds.registry import load_world
 
 EXTRA = {"type": "function", "function": {"name": "set_status", "parameters": {"type": "object", "properties": {
@@ -31,42 +31,6 @@ KEPT = {"type", "enum", "const", "required", "maxLength", "minLength", "addition
 
 def tools_of(world: str) -> list[dict[str, Any]]:
     return [*load_world(world).openai_tools(), FINISH_FUNCTION]
-
-
-@pytest.fixture(scope="module")
-def bytes_matcher() -> Any:
-    """A function from a GBNF grammar to a fresh llguidance matcher over byte tokens, and a byte's token."""
-    import llguidance.hf
-    from llguidance import LLMatcher
-    from llguidance.gbnf_to_lark import any_to_lark
-
-    lltokenizer = llguidance.hf.from_tokenizer(byte_tokenizer())
-    tokens = {byte: lltokenizer.tokenize_bytes(bytes([byte]))[0] for byte in range(256)}
-
-    def matcher(grammar: str) -> tuple[Any, dict[int, int]]:
-        compiled = LLMatcher.grammar_from_lark('%llguidance {"no_forcing": true}\n' + any_to_lark(grammar))
-        return LLMatcher(lltokenizer, compiled), tokens
-
-    return matcher
-
-
-def admits(bytes_matcher: Any, grammar: str, text: str) -> bool:
-    matcher, tokens = bytes_matcher(grammar)
-    return all(matcher.consume_token(tokens[byte]) for byte in text.encode()) and bool(matcher.is_accepting())
-
-
-def random_reply(bytes_matcher: Any, grammar: str, rng: random.Random) -> str:
-    """A random text the grammar admits, chosen byte by byte among the printable bytes it admits next."""
-    matcher, tokens = bytes_matcher(grammar)
-    chosen = b""
-    while not (matcher.is_accepting() and (matcher.is_stopped() or rng.random() < 0.3)):
-        mask = matcher.compute_bitmask()
-        options = [b for b in range(32, 127) if mask[tokens[b] // 8] >> (tokens[b] % 8) & 1]
-        assert options, f"the grammar admits nothing after {chosen!r} but is not complete"
-        byte = rng.choice(options)
-        matcher.consume_token(tokens[byte])
-        chosen += bytes([byte])
-    return chosen.decode()
 
 
 @pytest.mark.parametrize("world", ["banking", "orders", "ticketing", "extra"])
@@ -94,6 +58,20 @@ def test_numbers_are_json_numbers(bytes_matcher: Any) -> None:
         assert admits(bytes_matcher, grammar, head + good + "}}"), good
     for bad in ('"priority": 06', '"priority": -00', '"ratio": 01.5', '"priority": 1.5'):
         assert not admits(bytes_matcher, grammar, head + bad + "}}"), bad
+
+
+def test_a_bound_at_zero_or_above_drops_the_sign_and_one_item_needs_no_repetition(bytes_matcher: Any) -> None:
+    """`exclusiveMinimum: 0` (an amount) admits no negative number; `maxItems: 1` is a list of at most one
+    (written without `{0,0}`, which llguidance refuses)."""
+    tool = {"type": "function", "function": {"name": "pay", "parameters": {"type": "object", "properties": {
+        "amount": {"type": "number", "exclusiveMinimum": 0}, "tags": {"type": "array", "maxItems": 1,
+        "items": {"type": "string"}}}, "required": ["amount"]}}}  # fmt: skip
+    grammar = call_grammar([tool])
+    assert "{0,0}" not in grammar
+    head = '{"name": "pay", "arguments": {"amount": '
+    assert admits(bytes_matcher, grammar, head + '12.5, "tags": ["a"]}}')
+    assert not admits(bytes_matcher, grammar, head + "-3}}")
+    assert not admits(bytes_matcher, grammar, head + '1, "tags": ["a", "b"]}}')
 
 
 @pytest.mark.parametrize("world", ["banking", "orders", "ticketing"])

@@ -213,11 +213,13 @@ async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_t
 
 
 @pytest.mark.anyio
-async def test_a_spec_designer_reply_follows_the_schema_and_the_trainer_rebuilds_its_grammar(
+async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_stages_grammar(
     server: EmbeddedServer,
 ) -> None:
-    """One real spec design under the spec grammar (llguidance inside llama.cpp): the reply is JSON in the
-    schema's shape as far as it got, and the trainer's rebuilt admitted sets hold every sampled token."""
+    """One real spec design, sampled stage by stage (`trainers.designer.stages`) under each stage's grammar
+    inside llama.cpp: the ids are exactly the server's, the reply is the spec as far as the budget let it
+    go (JSON up to there, every name it uses written earlier), and the trainer's rebuilt admitted sets, one
+    grammar per recorded span, hold every sampled token."""
     from engine.endpoints import EndpointPool
     from engine.settings import EpisodeSettings
     from trainers.checkpoint import load_policy
@@ -226,21 +228,22 @@ async def test_a_spec_designer_reply_follows_the_schema_and_the_trainer_rebuilds
     from trainers.designer.generate import DesignSample, design_constraint, sample_design
     from trainers.designer.prompt import designer_messages
 
-    grammar, extra = design_constraint("spec", tokens=True)
-    assert grammar is not None and grammar.startswith("%llguidance") and not extra
-    settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=160,
-                               temperature=1.0, grammar=grammar, completions="llama.cpp",
-                               extra_body=dict(EXACT_SAMPLING))  # fmt: skip
+    assert design_constraint("spec", tokens=True) == (None, {})  # the stages bring their own grammars
+    settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=200,
+                               temperature=1.0, completions="llama.cpp", extra_body=dict(EXACT_SAMPLING))  # fmt: skip
     document = Document(source="test", title="Parcels", text="A courier tracks parcels; a parcel can be rerouted.")
     messages = designer_messages(document, [], "spec")
     sample = DesignSample(key="d/0", document="test", prompt_version="v", messages=messages)
     async with EndpointPool.open([server.base_url]) as pool:
-        await sample_design(pool, settings, "test", 0, sample)
+        await sample_design(pool, settings, "test", 0, sample, "spec")
     assert sample.reply is not None and sample.reply.startswith('{"spec_version": 1, "name": "'), sample.reply
     trace = sample.tokens
-    assert trace is not None and trace.exact and trace.grammar == grammar
+    assert trace is not None and trace.exact and not trace.grammar
+    assert len(trace.spans) >= 2 and trace.spans[0].start == 0, "the header and first table, then its records"
+    assert [span.start for span in trace.spans] == sorted({span.start for span in trace.spans})
+    assert len(trace.completion_ids) <= 200 and all(trace.loss_mask)
     _, tokenizer = load_policy(default_gguf())
-    restriction = AdmittedTokens(tokenizer).restriction(grammar, trace.completion_ids, trace.loss_mask)
+    restriction = AdmittedTokens(tokenizer).restriction("", trace.completion_ids, trace.loss_mask, trace.spans)
     assert not restriction.refused and len(restriction.positions) > 0
 
 

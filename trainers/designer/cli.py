@@ -103,6 +103,7 @@ def design(
         ),
         reward=rewards,
         thresholds=StatusThresholds(),
+        concurrency=served.parallel if served is not None else DesignSettings.concurrency,  # one per slot
     )
     out.mkdir(parents=True, exist_ok=True)
     first = completed_iterations(out)

@@ -7,10 +7,7 @@ recorded, never retried here beyond the pool's own retries, and the design count
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -23,6 +20,9 @@ from engine.templates import load_template
 from engine.trajectory import TokenTrace, Turn
 from engine.transport import EndpointFailure
 from toolworlds.spec import spec_schema
+from trainers.designer.budget import SPEC_BUDGET, SpecBudget
+from trainers.designer.prompt import DesignFormat
+from trainers.designer.stages import SpecStages
 
 
 class DesignSample(BaseModel):
@@ -37,42 +37,6 @@ class DesignSample(BaseModel):
     finish_reason: str | None = None
     tokens: TokenTrace | None = None
     latency_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class SpecBudget:
-    """How big a spec the designer may write, held by its grammar.
-
-    Unbounded, the embedded model ran out of tokens in 29 of 32 specs: it listed records or repeated a
-    field until the budget ended, and the JSON never closed. These caps keep the largest spec the grammar
-    admits near the designer's token budget; every spec within them is valid under the published schema
-    (they only tighten it), and the prompt's example fits them.
-    """
-
-    tables: int = 2
-    fields: int = 5  # per table
-    records: int = 5  # per table
-    tools: int = 3
-    plan: int = 3  # calls
-    untouched: int = 2
-    choices: int = 5  # an enum's values, an update's values
-    transitions: int = 3
-    arguments: int = 3  # per planned call
-    text: int = 120  # characters of any string
-
-    def limits(self) -> dict[tuple[str, str], dict[str, int]]:
-        """(schema definition, property) -> the JSON Schema keywords that cap it."""
-        items = {("Spec", "tables"): self.tables, ("Spec", "tools"): self.tools, ("TableSpec", "records"): self.records,
-                 ("TaskSpec", "plan"): self.plan, ("TaskSpec", "untouched"): self.untouched,
-                 ("FieldSpec", "enum"): self.choices, ("UpdateTool", "values"): self.choices,
-                 ("UpdateTool", "transitions"): self.transitions}  # fmt: skip
-        limits = {where: {"maxItems": count} for where, count in items.items()}
-        limits[("TableSpec", "fields")] = {"maxProperties": self.fields}
-        limits[("PlannedCall", "arguments")] = {"maxProperties": self.arguments}
-        return limits
-
-
-SPEC_BUDGET = SpecBudget()
 
 
 def _bare_spec_schema() -> dict[str, Any]:
@@ -105,33 +69,26 @@ def _cap_strings(node: Any, length: int) -> None:
             _cap_strings(value, length)
 
 
-@cache
-def spec_grammar() -> str:
-    """The grammar a spec designer's reply is sampled under: `design_schema()`, as llama.cpp turns it into an
-    llguidance grammar, with a compact layout (keys in the schema's order, one space after `:` and `,`)."""
-    import xllamacpp
-
-    schema = design_schema()
-    schema["x-guidance"] = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
-    grammar: str = xllamacpp.json_schema_to_grammar(json.dumps(schema))
-    return grammar
-
-
 def design_constraint(design_format: str, tokens: bool) -> tuple[str | None, dict[str, Any]]:
-    """(grammar, extra body) that hold a designer's reply to its format: a spec is sampled under the spec
-    grammar in tokens mode and under a JSON-schema response format in chat mode; Python is left free."""
-    if design_format != "spec":
+    """(grammar, extra body) that hold a designer's reply to its format: a spec is sampled in stages in tokens
+    mode (`sample_design` builds each stage's grammar: none here) and under a JSON-schema response format
+    in chat mode; Python is left free."""
+    if design_format != "spec" or tokens:
         return None, {}
-    if tokens:
-        return spec_grammar(), {}
     response_format = {"type": "json_schema", "json_schema": {"name": "toolworld_spec", "schema": design_schema()}}
     return None, {"response_format": response_format}
 
 
 async def sample_design(
-    pool: EndpointPool, settings: EpisodeSettings, run: str, seed: int, sample: DesignSample
+    pool: EndpointPool,
+    settings: EpisodeSettings,
+    run: str,
+    seed: int,
+    sample: DesignSample,
+    design_format: DesignFormat = "python",
 ) -> DesignSample:
-    """Ask for one world; fills `sample.reply` (or `sample.failure`) and the token trace."""
+    """Ask for one world; fills `sample.reply` (or `sample.failure`) and the token trace. A spec in tokens mode
+    is written in stages (`trainers.designer.stages`), each held by a grammar of what came before."""
     started = time.perf_counter()
     with pool.sticky() as endpoint:
         headers = {EPISODE_HEADER: f"{run}/designer/design/{seed}/plain/0"}
@@ -144,7 +101,10 @@ async def sample_design(
         client.start(sample.messages)
         turn = Turn(index=0, endpoint=endpoint.url, started_s=0.0, latency_s=0.0, attempts=0)
         try:
-            message, _ = await client.sample(sample.messages, turn)
+            if isinstance(client, TokensClient) and design_format == "spec":
+                message = await client.sample_stages(SpecStages(), turn)
+            else:
+                message, _ = await client.sample(sample.messages, turn)
         except EndpointFailure as failure:
             sample.failure = f"{failure.cause}: {failure.detail}"
         else:

@@ -54,7 +54,9 @@ class DesignSettings:
     reward: RewardSettings = field(default_factory=RewardSettings)
     thresholds: StatusThresholds = field(default_factory=StatusThresholds)
     memory_examples: int = 1  # per status
-    concurrency: int = 16  # agent episodes at once
+    # Episodes at once: agent plays, and designer replies. On a llama.cpp server, one per slot: a slot keeps
+    # the prefix of the episode it serves, and a staged spec re-sends its whole prefix with every stage.
+    concurrency: int = 16
     format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
 
 
@@ -138,11 +140,16 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
             samples.append(DesignSample(key=key, document=document.source, prompt_version=version, messages=messages))
     clock = {"generation": time.perf_counter()}
 
+    limiter = anyio.CapacityLimiter(settings.concurrency)
+
+    async def design(index: int, sample: DesignSample) -> None:
+        async with limiter:
+            seed = iteration * 10_000 + index
+            await sample_design(run.endpoints, settings.designer, run.run, seed, sample, settings.format)
+
     async with anyio.create_task_group() as group:
         for index, sample in enumerate(samples):
-            group.start_soon(
-                sample_design, run.endpoints, settings.designer, run.run, iteration * 10_000 + index, sample
-            )
+            group.start_soon(design, index, sample)
     clock["generation"] = time.perf_counter() - clock["generation"]
 
     started = time.perf_counter()

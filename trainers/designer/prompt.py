@@ -1,31 +1,24 @@
 """The designer's prompt: one fixed, versioned template.
 
-It carries the toolworld contract in brief, one complete example world, the sampled document and a few
-entries from the environment memory, and nothing else that changes over training, so that a change in
-what the designer writes is a change in the policy, not in the prompt. Bump `PROMPT_VERSION` with any
-edit: runs record it.
+It carries the toolworld contract in brief, one complete example world (Python only: a spec is written
+in stages whose grammars hold its form, and an example spec was copied, not learned from: 21 of 21 valid
+specs under `designer-spec-v2`), the sampled document and a few entries from the environment memory, and
+nothing else that changes over training, so that a change in what the designer writes is a change in the
+policy, not in the prompt. Bump `PROMPT_VERSION` (or `SPEC_PROMPT_VERSION`) with any edit: runs record it.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 
-from toolworlds.examples import EXAMPLE_SPEC, EXAMPLE_WORLD
-from toolworlds.spec import Spec, parse_spec
+from toolworlds.examples import EXAMPLE_WORLD
 from trainers.corpus import Document
-from trainers.designer.generate import SPEC_BUDGET, SpecBudget
+from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.memory import RememberedWorld
 
 DesignFormat = Literal["python", "spec"]
 PROMPT_VERSION = "designer-v1"
-SPEC_PROMPT_VERSION = "designer-spec-v2"
-
-
-def compact_spec(spec: Spec) -> str:
-    """A spec the way the designer writes one under the spec grammar: keys in the schema's order, defaults
-    left out, one space after `:` and `,` and nowhere else."""
-    return json.dumps(json.loads(spec.model_dump_json(exclude_defaults=True)), separators=(", ", ": "))
+SPEC_PROMPT_VERSION = "designer-spec-v4"  # v3: written in stages, no example to copy; v4: the plan first
 
 
 SYSTEM = (
@@ -77,24 +70,22 @@ def _limits(budget: SpecBudget) -> str:
     )
 
 
-SPEC_SYSTEM = (
-    """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
-You write a toolworld as one JSON spec:
-- `tables` hold the hidden state: each table has a `key` field, typed `fields` and its `records`.
-- `tools` each do one kind of operation on one table: `lookup` (a record by its key), `search` (records
-  whose `field` contains a text), `list` (every record, or those whose `filter_by` field has a value),
-  `update` (set `field` of a record to `value`, or to one of `values`, optionally only along
-  `transitions`), `create`, `delete`, `transfer` (move an amount of `field` from one record to another,
-  keeping the source at or above `minimum`).
-- `task`: the `instruction` is all the agent sees; the `hint` helps without giving away ids, amounts or the
-  answer; the `plan` is the reference solution as tool calls, and must succeed; every change it makes is a
-  goal; a `question` names the record field whose value is the answer; `untouched` lists records
-  (`table/key`) that must not change.
-"""
-    + _limits(SPEC_BUDGET)
-    + "\n\nHere is a complete spec:\n"
-    + compact_spec(parse_spec(EXAMPLE_SPEC))
-)
+SPEC_SYSTEM = """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
+You write a toolworld as one JSON spec, in this order:
+1. its `name` and `description`;
+2. `tables`, the hidden state: each table has a `name`, typed `fields` (the first is the record's id, a
+   string), the `key` field that identifies a record, and a few `records` with real-looking values;
+3. `tools`, each one kind of operation on one table: `lookup` (a record by its key), `search` (records
+   whose `field` contains a text), `list` (every record, or those whose `filter_by` field has a value),
+   `update` (set `field` of a record to `value`, or to one of `values`, optionally only along
+   `transitions`), `create`, `delete`, `transfer` (move an amount of `field` from one record to another,
+   keeping the source at or above `minimum`);
+4. the `task`, plan first: the `plan` is the reference solution as tool calls, and must succeed; every
+   change it makes is a goal; a `question` names the record field whose value is the answer; then the
+   `instruction`, all the agent sees: say what to do, naming records the way a person would (a title, a
+   name); the `hint` says which tools to use in which order, without ids, amounts or the answer;
+   `untouched` lists records that must not change.
+""" + _limits(SPEC_BUDGET)
 
 SPEC_REQUEST = """Write one new toolworld spec grounded in the document below: its tables, tools and task should
 come from what the document describes. Make the task take two or three tool calls, and make the hint

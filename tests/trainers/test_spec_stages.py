@@ -1,0 +1,208 @@
+"""A staged spec (`trainers.designer.stages`): each stage's grammar admits only names already written.
+
+Soundness: random walks through every stage (byte by byte with llguidance, the trainer's engine) give specs
+that are JSON in the format's shape and never name a missing table, field, tool or record, never repeat a
+table, tool or record key, and never plan without a change or a question; the failures left are the ones a
+grammar cannot see (a plan the world refuses at run time). Completeness: a sound hand-written spec, split at
+the stage boundaries, is admitted stage by stage and compiles. The trainer restricts each stage's tokens by
+that stage's own grammar.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from engine.call_grammar import GrammarRules
+from engine.local_models import default_gguf
+from engine.trajectory import SampledSpan
+from tests.grammar_walk import admits, random_reply
+from toolworlds.spec import SpecError, parse_spec
+from toolworlds.spec_compile import compile_spec
+from trainers.constrained import AdmittedTokens, GrammarRestrictions
+from trainers.designer.budget import SPEC_BUDGET
+from trainers.designer.stages import SpecStages, key_except, name_except
+from trainers.rows import TrainingRow
+
+# What a grammar holds: none of these may ever be a walk's problem.
+HELD = ("not JSON", "no table named", "no field named", "no tool named", "already defined", "duplicate key",
+        "not a key this format has", "required, but missing", "fit in max_steps", "reserved", "is refused")  # fmt: skip
+
+LIBRARY_STAGES = [
+    '{"spec_version": 1, "name": "library", "description": "A small library.", "tables": [{"name": "books", '
+    '"fields": {"book_id": {"type": "string"}, ',
+    '"title": {"type": "string"}, ',
+    '"on_loan": {"type": "boolean", "default": false}}',
+    ', "key": "book_id", "records": [{"book_id": "B1", "title": "Emma"}, ',
+    '{"book_id": "B2", "title": "Dune"}, ',
+    '{"book_id": "B3", "title": "Dune Messiah", "on_loan": true}]}, ',
+    '{"name": "members", "fields": {"member_id": {"type": "string"}, ',
+    '"name": {"type": "string"}}',
+    ', "key": "member_id", "records": [{"member_id": "M1", "name": "Ada"}]}]',
+    ', "tools": [{"kind": "search", "name": "search", "description": "Find books by title.", "table": "books", '
+    '"field": "title"}, ',
+    '{"kind": "update", "name": "borrow", "description": "Borrow a book.", "table": "books", "field": "on_loan", '
+    '"value": true, "transitions": [{"from": false, "to": true}]}]',
+    ', "task": {"plan": [{"tool": "search", "arguments": {"title": "Dune"}}, ',
+    '{"tool": "borrow", "arguments": {"book_id": "B2"}}]',
+    ', "instruction": "Borrow Dune for me."',
+    ', "hint": "Search by title first.", "untouched": ["books/B3"]}}',
+]
+
+
+def walk(bytes_matcher: Any, rng: random.Random) -> tuple[str, SpecStages]:
+    stages, text = SpecStages(), ""
+    while (grammar := stages.grammar()) is not None:
+        part = random_reply(bytes_matcher, grammar, rng, close=0.15)
+        stages.wrote(part)
+        text += part
+    return text, stages
+
+
+def test_random_walks_through_the_stages_never_break_what_the_grammars_hold(bytes_matcher: Any) -> None:
+    rng = random.Random(7)
+    compiled = closed_early = 0
+    stage_counts = []
+    for _ in range(40):
+        text, stages = walk(bytes_matcher, rng)
+        assert stages.stage is None
+        stage_counts.append(len(stages.tables) + len(stages.tools))
+        try:
+            spec = parse_spec(text)
+            compile_spec(spec)
+            compiled += 1
+        except SpecError as error:
+            held = [str(p) for p in error.problems if any(kind in p.problem for kind in HELD)]
+            assert not held, (held, text)
+            assert all(p.path.startswith("task") for p in error.problems), (error, text)
+            closed_early += any("changes nothing" in p.problem for p in error.problems)
+            continue
+        assert len(spec.tables) <= SPEC_BUDGET.tables and len(spec.tools) <= SPEC_BUDGET.tools
+        assert len(spec.task.plan) <= SPEC_BUDGET.plan
+        assert all(len(table.records) <= SPEC_BUDGET.records for table in spec.tables)
+    # What is left: a plan with no call to make (the written tools name no record left, no amount fits) closes
+    # empty; an answer the question reads may be empty; a record asked about may be gone after the plan.
+    assert compiled >= 30 and closed_early <= 4, (compiled, closed_early)
+    assert len(set(stage_counts)) > 2  # the walks took different paths
+
+
+def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(bytes_matcher: Any) -> None:
+    stages = SpecStages()
+    for part in LIBRARY_STAGES:
+        grammar = stages.grammar()
+        assert grammar is not None, part
+        assert admits(bytes_matcher, grammar, part), part
+        stages.wrote(part)
+    assert stages.grammar() is None
+    world = compile_spec(parse_spec("".join(LIBRARY_STAGES)))
+    assert world.name == "library" and world.expectations.goal_count == 1
+
+
+@pytest.mark.parametrize(
+    ("stage", "text", "admitted"),
+    [
+        (3, ', "key": "title", "records": [{"title": "Emma"}, ', True),  # any plain string field may be the key
+        (1, '"model_config": {"type": "string"}, ', False),  # a name pydantic reserves
+        (2, '"title": {"type": "integer"}}', False),  # a field of the table already
+        (4, '{"book_id": "B1", "title": "Emma again"}, ', False),  # a key written before
+        (6, '{"name": "books", "fields": {"member_id": {"type": "string"}, ', False),  # a table name used before
+        (8, ', "key": "member_id", "records": [{"member_id": "M1", "name": "Ada"}]}, ', False),  # a third table
+        (9, ', "tools": [{"kind": "search", "name": "find", "description": "Find.", "table": "shelves", '
+            '"field": "title"}, ', False),  # a table never written
+        (9, ', "tools": [{"kind": "search", "name": "find", "description": "By loan.", "table": "books", '
+            '"field": "on_loan"}, ', False),  # search needs a string field
+        (9, ', "tools": [{"kind": "search", "name": "find", "description": "Find.", "table": "books", '
+            '"field": "title"}]', False),  # the tools end before any of them changes something
+        (10, '{"kind": "search", "name": "search", "description": "Again.", "table": "books", "field": "title"}]',
+         False),  # a tool name used before
+        (12, '{"tool": "search", "arguments": {"title": "Dune"}}]', True),  # read last: a change came before
+        (14, ', "hint": "Search.", "untouched": ["books/B2"]}}', False),  # the plan names B2
+        (14, ', "hint": "Borrow Dune for me."}}', False),  # the hint repeats the instruction
+        (14, ', "hint": "Borrow Dune for me!"}}', True),
+        (13, ', "question": {"table": "books", "key": "B2", "field": "on_loan"}, "instruction": "Borrow Dune."',
+         True),  # a question may follow a change
+        (11, ', "task": {"plan": [{"tool": "borrow", "arguments": {"book_id": "B9"}}]', False),  # never written
+        (11, ', "task": {"plan": [{"tool": "borrow", "arguments": {"book_id": "B3"}}]', False),  # on loan
+        (12, '{"tool": "search", "arguments": {"title": ""}}]', False),  # an empty search is refused
+
+    ],
+)  # fmt: skip
+def test_each_stage_admits_only_what_names_the_written_and_repeats_none_of_it(
+    bytes_matcher: Any, stage: int, text: str, admitted: bool
+) -> None:
+    stages = SpecStages()
+    for part in LIBRARY_STAGES[:stage]:
+        stages.grammar()
+        stages.wrote(part)
+    grammar = stages.grammar()
+    assert grammar is not None
+    assert admits(bytes_matcher, grammar, text) is admitted, text
+
+
+def test_a_plan_that_changes_nothing_must_ask_a_question(bytes_matcher: Any) -> None:
+    stages = SpecStages()
+    for part in [*LIBRARY_STAGES[:11], ', "task": {"plan": [{"tool": "search", "arguments": {"title": "Dune"}}]']:
+        stages.grammar()
+        stages.wrote(part)
+    grammar = stages.grammar()
+    assert grammar is not None and stages.stage == "brief"
+    brief = ', "instruction": "Who wrote Dune?"'
+    assert not admits(bytes_matcher, grammar, brief)
+    asked = ', "question": {"table": "books", "key": "B2", "field": "title"}' + brief
+    assert admits(bytes_matcher, grammar, asked)
+    assert not admits(bytes_matcher, grammar, asked.replace('"B2"', '"B9"'))  # no such record
+
+
+def test_names_and_keys_other_than_the_used_ones(bytes_matcher: Any) -> None:
+    used = {"search", "sea", "borrow"}
+    rules = GrammarRules()
+    grammar = rules.grammar(name_except(used, rules))
+    for name in used:
+        assert not admits(bytes_matcher, grammar, json.dumps(name)), name
+    for name in ("se", "seas", "searches", "b", "borrowed", "x", "return_book"):
+        assert admits(bytes_matcher, grammar, json.dumps(name)), name
+    assert not admits(bytes_matcher, grammar, '"Search"') and not admits(bytes_matcher, grammar, '"1a"')
+    longest = "a" * SPEC_BUDGET.name
+    rules = GrammarRules()
+    grammar = rules.grammar(name_except({longest}, rules))
+    assert not admits(bytes_matcher, grammar, json.dumps(longest))
+    assert not admits(bytes_matcher, grammar, json.dumps(longest + "a")), "longer than the budget"
+    assert admits(bytes_matcher, grammar, json.dumps(longest[:-1])) and admits(bytes_matcher, grammar, '"b"')
+    rules = GrammarRules()
+    keys = rules.grammar(key_except({"B-1", "a]^\\\\"}, rules))
+    assert not admits(bytes_matcher, keys, '"B-1"') and admits(bytes_matcher, keys, '"B-12"')
+    assert admits(bytes_matcher, keys, '"B-2"') and admits(bytes_matcher, keys, '"Ä ö"')
+    assert not admits(bytes_matcher, keys, '"a/b"') and not admits(bytes_matcher, keys, '" B"')
+
+
+def test_the_trainer_restricts_each_stage_by_its_own_grammar() -> None:
+    """A staged reply as the engine records it (ids per stage, a span per stage): the trainer refuses none of
+    its tokens, and at a stage's first token admits only what that stage's grammar starts with."""
+    from trainers.checkpoint import load_policy
+
+    _, tokenizer = load_policy(default_gguf())
+    stages, completion, spans = SpecStages(), [], []
+    for part in LIBRARY_STAGES:
+        grammar = stages.grammar()
+        assert grammar is not None
+        spans.append(SampledSpan(start=len(completion), grammar=grammar))
+        completion += tokenizer.encode(part, add_special_tokens=False)
+        stages.wrote(part)
+    completion.append(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    ones = [1] * len(completion)
+    row = TrainingRow(role="designer", group="g", prompt_ids=[1], completion_ids=completion, env_mask=ones,
+                      logprobs=[0.0] * len(completion), spans=spans, reward=0.5)  # fmt: skip
+    restrictions = GrammarRestrictions(tokenizer)
+    restrictions.prepare([row])
+    restriction = restrictions.find([1], completion)
+    assert restriction is not None and not restriction.refused
+    admitted = restriction.admitted(len(tokenizer))
+    positions = list(restriction.positions)
+    records = positions.index(spans[3].start)  # `, "key": ` opens the records stage, whatever came before
+    first = {tokenizer.decode([t]) for t in range(len(tokenizer)) if admitted[records][t]}
+    assert first and all(', "key": "'.startswith(text) for text in first), sorted(first)[:10]
+    whole = AdmittedTokens(tokenizer).restriction(spans[0].grammar, completion, [1] * len(completion))
+    assert whole.refused, "one grammar for the whole reply would refuse the later stages"

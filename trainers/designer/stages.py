@@ -1,0 +1,529 @@
+"""A spec written in stages, each sampled under a grammar built from what the earlier stages wrote.
+
+One grammar for the whole spec holds its form but not its references: the embedded designer named fields,
+tables and tools that do not exist (18 of 43 failed specs), repeated names and keys, wrote plans that
+could not run, and copied the prompt's example spec in all 21 of its valid ones. Here the reply is sampled
+stage by stage, one request each, and each stage may only name what is already written:
+
+    table    the spec's header (the first time), then a table's name (new, not reserved) and its key
+             field, a plain string
+    field    another field of the table: a new name, a type, and an enum or a default of that type
+    records  the table's key (one of its plain string fields) and its first record, typed by its fields
+    record   another record, its key none of the written ones; after a record: another record, another
+             table, or the end of the tables
+    tool     one tool over a written table, named anew: each kind's `field` is the table's own and of the
+             type the kind needs, an update's values are its field's; the tools end only once one of them
+             changes something
+    task     instruction and hint, then the plan's first call
+    call     another call: a written tool, its arguments as its compiled schema admits them in the state the
+             calls before leave (existing records by key, updates along open transitions, transfers between
+             two records of no more than the source holds); the plan ends in a change, or asks a question
+             about an existing record
+    end      records that must stay untouched, among those the plan does not name
+
+The text is JSON the spec format parses (keys in a fixed order; `max_steps` left at its default). What the
+grammars do not hold (an answer that is empty, a hint that leaks nothing) the gates still judge. Every
+sampled token stays the server's; the trainer rebuilds each stage's admitted sets from the grammar recorded
+with its span (`TokenTrace.spans`). The grammars are written for both engines that read them: llama.cpp
+samples under them, llguidance (the trainer's) must admit the same texts, so no `{0,0}` and no ambiguous
+repetition (`(call ", "){0,2} change "]"` was refused by llguidance where llama.cpp sampled it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Set as AbstractSet
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from engine.call_grammar import GrammarRules, json_value, literal
+from toolworlds.spec import (
+    RESERVED,
+    FieldSpec,
+    PlannedCall,
+    SearchTool,
+    Spec,
+    SpecError,
+    TableSpec,
+    TaskSpec,
+    ToolDefinition,
+    TransferTool,
+    UpdateTool,
+)
+from toolworlds.spec_compile import same_value, state_after_plan, tool_contract
+from trainers.designer.budget import SPEC_BUDGET, SpecBudget
+
+Stage = Literal["table", "field", "records", "record", "tool", "task", "call", "brief", "hint"]
+_CLOSE = '"], \\"instruction\\": \\"-\\", \\"hint\\": \\"-\\"}}"'  # a plan cut short: the spec still parses
+_AFTER_RECORD: dict[str, Stage] = {"]}]": "tool", "]}, ": "table", ", ": "record"}
+CHANGING_KINDS = frozenset({"update", "create", "delete", "transfer"})
+_TOOL = TypeAdapter[ToolDefinition](ToolDefinition)
+_TEXT_CHAR = r'[^"\\\x00-\x1f]'
+_FIRST_CHAR = r'[^"\\\x00-\x20]'  # a text starts with a visible character (the format wants one)
+_NUMBER = '"-"? ("0" | [1-9] [0-9]{0,9}) ("." [0-9]{1,4})?'
+_SCALARS = {"integer": '"-"? ("0" | [1-9] [0-9]{0,9})', "number": _NUMBER, "boolean": '("true" | "false")'}
+_NAME_START, _NAME_REST = string.ascii_lowercase, string.ascii_lowercase + string.digits + "_"
+
+
+def _repeat(item: str, most: int, separator: str = '", "') -> str:
+    """One to `most` of `item`, separated."""
+    return item if most <= 1 else f"{item} ({separator} {item}){{0,{most - 1}}}"  # llguidance refuses `{0,0}`
+
+
+def _choice(options: list[str]) -> str:
+    return "(" + " | ".join(options) + ")"
+
+
+def _json(value: Any) -> str:
+    return literal(json.dumps(value))
+
+
+def _escaped(chars: set[str]) -> str:
+    """Characters for a GBNF class, each as a code-point escape (no character is special then)."""
+    return "".join(_code_point(c) for c in sorted(chars))
+
+
+def _code_point(c: str) -> str:
+    number = ord(c)
+    return f"\\x{number:02x}" if number < 0x80 else f"\\u{number:04x}" if number < 0x10000 else f"\\U{number:08x}"
+
+
+def text_except(used: AbstractSet[str], first: str, rest: str, longest: int, rules: GrammarRules) -> str:
+    """A quoted text of `first` then `rest` characters (GBNF classes without their brackets, each starting
+    with `^` or listing what is allowed), at most `longest` of them, that is none of `used`: a walk down the
+    trie of the used texts, leaving it at any character no used text continues with, or ending where no
+    used text ends."""
+
+    def without(klass: str, taken: set[str]) -> str:
+        if klass.startswith("^"):
+            return f"[{klass}{_escaped(taken)}]"
+        allowed = "".join(c for c in klass if c not in taken)
+        return f"[{allowed}]" if allowed else ""
+
+    def node(prefix: str) -> str | None:
+        """The rest of a text that starts with `prefix`; None where none can follow (a used text at its longest)."""
+        options = []
+        if prefix and prefix not in used:
+            options.append('""')
+        if len(prefix) < longest:
+            after = {text[len(prefix)] for text in used if text.startswith(prefix) and len(text) > len(prefix)}
+            for c in sorted(after):
+                if (onward := node(prefix + c)) is not None:
+                    options.append(f"{literal(c)} {onward}")
+            free = without(rest if prefix else first, after)
+            room = longest - len(prefix) - 1  # characters left after this one
+            if free:
+                options.append(f"{free} [{rest}]{{0,{room}}}" if room > 0 else free)
+        return rules.add(_choice(options)) if options else None
+
+    return f'"\\"" {node("")} "\\""'
+
+
+def name_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_BUDGET.name) -> str:
+    """A quoted identifier (`[a-z][a-z0-9_]*`, at most `longest` characters) that is none of `used`."""
+    names = {name for name in used if re.fullmatch(r"[a-z][a-z0-9_]*", name)}
+    return text_except(names, _NAME_START, _NAME_REST, longest, rules)
+
+
+def key_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_BUDGET.value) -> str:
+    """A quoted record key (visible first, no '/' or quote, at most `longest` characters) none of `used`."""
+    return text_except(used, '^"\\\\/\\x00-\\x20', '^"\\\\/\\x00-\\x1f', longest, rules)
+
+
+class SpecStages:
+    """The stage machine of one staged spec: `grammar()` for the next stage, `wrote(text)` with what it sampled."""
+
+    def __init__(self, budget: SpecBudget = SPEC_BUDGET) -> None:
+        self.budget = budget
+        self.stage: Stage | None = "table"
+        self.tables: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] = []
+        self.plan: list[dict[str, Any]] = []
+        self.instruction = ""
+
+    # -- the machine ---------------------------------------------------------------------------------
+
+    def grammar(self) -> str | None:
+        """The next stage's grammar; None once the spec is whole (or what was written leaves no way on)."""
+        builders = {"table": self._table, "field": self._field, "records": self._records,
+                    "record": self._next_record, "tool": self._tool, "task": self._task, "call": self._call,
+                    "brief": self._brief, "hint": self._hint}  # fmt: skip
+        grammar = builders[self.stage]() if self.stage is not None else None
+        if grammar is None:
+            self.stage = None
+        return grammar
+
+    def wrote(self, text: str) -> None:
+        """Take in what the current stage sampled (its whole text, as its grammar admitted it)."""
+        try:
+            self._read(text)
+        except (ValueError, KeyError, IndexError, StopIteration):  # cut short by the token budget: nothing follows
+            self.stage = None
+
+    def _read(self, text: str) -> None:
+        if self.stage in ("table", "field"):
+            more = text.endswith(", ")
+            body = text.removesuffix(", " if more else "}")
+            if self.stage == "table":  # `{"name": "` opens only the table: a field's value is an object
+                head = json.loads(body[body.rindex('{"name": "') :] + "}}")
+                self.tables.append({"name": head["name"], "fields": head["fields"]})
+            else:
+                self.tables[-1]["fields"].update(json.loads("{" + body + "}"))
+            self.stage = "field" if more else "records"
+        elif self.stage in ("records", "record"):
+            ending = next(end for end in ("]}]", "]}, ", ", ") if text.endswith(end))
+            record = text.removesuffix(ending)
+            if self.stage == "records":
+                key, record = record.removeprefix(', "key": ').split(', "records": [', 1)
+                self.tables[-1] |= {"key": json.loads(key), "records": []}
+            self.tables[-1]["records"].append(json.loads(record))
+            self.stage = _AFTER_RECORD[ending]
+        elif self.stage == "tool":
+            more = text.endswith(", ")
+            self.tools.append(json.loads(text.removeprefix(', "tools": [').removesuffix(", " if more else "]")))
+            self.stage = "tool" if more else "task"
+        elif self.stage in ("task", "call"):
+            start = text.index('"plan": [') + len('"plan": [') if self.stage == "task" else 0
+            call, end = json.JSONDecoder().raw_decode(text, start)  # raises on `_CLOSE`: nothing follows
+            self.plan.append(call)
+            self.stage = "call" if text[end:] == ", " else "brief"
+        elif self.stage == "brief":
+            self.instruction = json.loads(text[text.rindex(', "instruction": ') + len(', "instruction": ') :])
+            self.stage = "hint"
+        else:
+            self.stage = None
+
+    # -- tables --------------------------------------------------------------------------------------
+
+    def _table(self) -> str:
+        """[the header,] a table's name (new) and its key field, a plain string; then `, ` or `}`."""
+        rules = GrammarRules()
+        used = {str(table["name"]) for table in self.tables}
+        key_field = f'{self._name(RESERVED, rules)} ": {{\\"type\\": \\"string\\"}}"'
+        head = f'"{{\\"name\\": " {self._name(used | RESERVED, rules)} ", \\"fields\\": {{" {key_field}'
+        head = f"{head} {self._after_field(1)}"
+        if self.tables:
+            return rules.grammar(head)
+        header = f'"{{\\"spec_version\\": 1, \\"name\\": " {self._name(set(), rules)} ", \\"description\\": "'
+        return rules.grammar(f'{header} {self._text()} ", \\"tables\\": [" {head}')
+
+    def _field(self) -> str:
+        """Another field of the table, named anew, typed; then `, ` or `}`."""
+        rules, fields = GrammarRules(), self.tables[-1]["fields"]
+        name = self._name(set(fields) | RESERVED, rules)
+        return rules.grammar(f'{name} ": " {self._field_spec(rules)} {self._after_field(len(fields) + 1)}')
+
+    def _after_field(self, fields: int) -> str:
+        return '(", " | "}")' if fields < self.budget.fields else '"}"'
+
+    def _field_spec(self, rules: GrammarRules) -> str:
+        """A field's declaration, typed throughout: its enum's values or its default are of its type (no
+        description: the agent reads the field's name, and every token here is one the rest cannot have)."""
+        options = []
+        for kind in ("string", "integer", "number", "boolean"):
+            value = self._string() if kind == "string" else _SCALARS[kind]
+            default = f'", \\"default\\": " {value}'
+            if kind != "boolean":  # an enum or a default, not both: a default outside its enum breaks the spec
+                default = f'", \\"enum\\": [" {_repeat(value, self.budget.choices)} "]" | {default}'
+            options.append(f'"{{\\"type\\": \\"{kind}\\"" ({default})? "}}"')
+        return _choice(options)
+
+    def _records(self) -> str | None:
+        """The table's key and its first record, then what follows it (`_after_record`)."""
+        rules, table = GrammarRules(), self.tables[-1]
+        fields = table["fields"]
+        keys = [name for name, field in fields.items() if field == {"type": "string"}]  # no default, free values
+        options = [
+            f'{_json(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {self._after_record(1)}'
+            for key in keys
+        ]
+        if not options:  # the key field was declared again as something else: no key to choose
+            return None
+        return rules.grammar(f'", \\"key\\": " {_choice(options)}')
+
+    def _next_record(self) -> str:
+        """Another record of the table, its key none of the written ones; then what follows it."""
+        rules, table = GrammarRules(), self.tables[-1]
+        used = {str(record.get(table["key"])) for record in table["records"]}
+        return rules.grammar(
+            f"{self._record(table['key'], used, rules)} {self._after_record(len(table['records']) + 1)}"
+        )
+
+    def _record(self, key: str, used: set[str], rules: GrammarRules) -> str:
+        fields = self.tables[-1]["fields"]
+        properties = {name: self._value_schema(field) for name, field in fields.items()}
+        properties[key] = {"x-gbnf": self._key(used, rules)}
+        return rules.add(json_value({"type": "object", "properties": properties, "required": [key]}, rules))
+
+    def _after_record(self, records: int) -> str:
+        """`, ` for another record, `]}, ` for another table, `]}]` for the end of the tables."""
+        options = ['", "'] if records < self.budget.records else []
+        options += ['"]}, "'] if len(self.tables) < self.budget.tables else []
+        return _choice([*options, '"]}]"'])
+
+    def _value_schema(self, field: dict[str, Any]) -> dict[str, Any]:
+        if field.get("enum"):
+            return {"enum": field["enum"]}
+        kind = field.get("type", "string")
+        return {"type": kind, "maxLength": self.budget.value} if kind == "string" else {"type": kind}
+
+    # -- tools ---------------------------------------------------------------------------------------
+
+    def _tool(self) -> str | None:
+        """One tool, then `, ` for another or `]`: the tools end only once one of them changes something."""
+        rules = GrammarRules()
+        used = {str(tool.get("name")) for tool in self.tools}
+        changing: list[str] = []
+        reading: list[str] = []
+        for table in self._written_tables():
+            for kind, option in self._tool_options(table, self._name(used, rules), rules):
+                (changing if kind in CHANGING_KINDS else reading).append(option)
+        if not changing:
+            return None
+        opening = '", \\"tools\\": [" ' if not self.tools else ""
+        if len(self.tools) + 1 >= self.budget.tools:
+            ends = f'{_choice(changing)} "]"' if not self._changes() else f'{_choice(changing + reading)} "]"'
+        elif self._changes():
+            ends = f'{_choice(changing + reading)} (", " | "]")'
+        else:
+            ends = f'({_choice(changing)} (", " | "]") | {_choice(reading)} ", ")'
+        return rules.grammar(opening + ends)
+
+    def _changes(self) -> bool:
+        return any(tool.get("kind") in CHANGING_KINDS for tool in self.tools)
+
+    def _tool_options(self, table: TableSpec, name: str, rules: GrammarRules) -> list[tuple[str, str]]:
+        on = f'", \\"table\\": " {_json(table.name)}'
+
+        def head(kind: str) -> str:
+            return f'"{{\\"kind\\": \\"{kind}\\", \\"name\\": " {name} ", \\"description\\": " {self._text()} {on}'
+
+        def field_is(names: list[str]) -> str:
+            return f'", \\"field\\": " {_choice([_json(n) for n in names])}'
+
+        fields = table.fields
+        strings = [n for n, f in fields.items() if f.type == "string"]
+        numbers = [n for n, f in fields.items() if f.type in ("integer", "number")]
+        options = [("lookup", f'{head("lookup")} "}}"'), ("delete", f'{head("delete")} "}}"')]
+        if strings:
+            options.append(("search", f'{head("search")} {field_is(strings)} "}}"'))
+        filters = _choice([_json(n) for n in fields])
+        options.append(("list", f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"'))
+        options.append(("create", f'{head("create")} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"'))
+        if numbers:
+            minimum = f'(", \\"minimum\\": " {_NUMBER})?'
+            options.append(("transfer", f'{head("transfer")} {field_is(numbers)} {minimum} "}}"'))
+        for field_name, field in fields.items():
+            if field_name != table.key:
+                update = f'{head("update")} ", \\"field\\": " {_json(field_name)} {self._update(field, rules)}'
+                options.append(("update", update))
+        return options
+
+    def _update(self, field: FieldSpec, rules: GrammarRules) -> str:
+        """An update's settings after its field: values of the field's own (an enum's, true/false, or listed)."""
+        budget = self.budget
+        if field.enum or field.type == "boolean":
+            value = _choice([_json(v) for v in field.enum]) if field.enum else _SCALARS["boolean"]
+            move = rules.add(f'"{{\\"from\\": " {value} ", \\"to\\": " {value} "}}"')
+            transitions = f'(", \\"transitions\\": [" {_repeat(move, budget.transitions)} "]")?'
+            return f'(", \\"value\\": " {value})? {transitions} "}}"'
+        value = self._string() if field.type == "string" else _SCALARS[field.type]
+        return f'", \\"values\\": [" {_repeat(value, budget.choices)} "]}}"'
+
+    # -- the task ------------------------------------------------------------------------------------
+
+    def _task(self) -> str | None:
+        """The plan's first call (`_call`): the task is written plan first, so that the instruction and the
+        hint (`_brief`, `_hint`) are written knowing what the plan does."""
+        call = self._call()
+        if call is None:
+            return None
+        root, _, rules = call.partition("\n")
+        return f'root ::= ", \\"task\\": {{\\"plan\\": [" {root.removeprefix("root ::= ")}\n{rules}'
+
+    def _call(self) -> str | None:
+        """One planned call, offered only what exists after the calls before it (records by their keys,
+        updates along their transitions from the record's current value, transfers between two different
+        records of no more than the source holds); then `, ` for another call or `]`. A plan may end in a
+        read only where a question can follow it (`_brief`): one that changes nothing must ask one."""
+        rules = GrammarRules()
+        tables = self._written_tables()
+        spec = self._partial_spec(tables, self.plan)
+        try:
+            state = state_after_plan(spec)
+        except (SpecError, ValueError, TypeError):  # a call the world refused (beyond what the grammar holds)
+            return rules.grammar(_CLOSE)  # the spec closes, and the gates name the refused call
+        changing: list[str] = []
+        reading: list[str] = []
+        for tool in spec.tools:
+            table = spec.table(tool.table)
+            try:
+                contract = tool_contract(tool, spec)
+            except (SpecError, ValueError, TypeError):
+                continue
+            assert table is not None
+            for schema in self._argument_schemas(contract.input_schema, tool, table, state.get(table.name, {}), rules):
+                arguments = json_value(schema, rules)
+                call = f'"{{\\"tool\\": " {_json(tool.name)} ", \\"arguments\\": " {arguments} "}}"'
+                (changing if tool.kind in CHANGING_KINDS else reading).append(call)
+        changed = any(self._kind(call.get("tool")) in CHANGING_KINDS for call in self.plan)
+        # Another call is offered only where one will surely be possible after this one: a tool that needs
+        # no record (search, list, create), or records enough that one call cannot take them all.
+        needs_none = any(tool.kind in ("search", "list", "create") for tool in spec.tools)
+        more = len(self.plan) + 1 < self.budget.plan and (needs_none or sum(map(len, state.values())) > 2)
+        can_ask = any(state.values())  # a read changes nothing: what exists now exists after it
+        options = []
+        if changing:
+            after_change = _choice(['", "', '"]"'] if more else ['"]"'])
+            options.append(f"{rules.add(_choice(changing))} {after_change}")
+        ends = (['", "'] if more else []) + (['"]"'] if changed or can_ask else [])
+        if reading and ends:
+            options.append(f"{rules.add(_choice(reading))} {_choice(ends)}")
+        # No call can be made (the tools' records are gone, no amount fits): the spec closes, the gates say why.
+        return rules.grammar(_choice(options) if options else _CLOSE)
+
+    def _argument_schemas(
+        self,
+        schema: dict[str, Any],
+        tool: ToolDefinition,
+        table: TableSpec,
+        records: dict[str, dict[str, Any]],
+        rules: GrammarRules,
+    ) -> list[dict[str, Any]]:
+        """The arguments' schema held to what exists now, as one schema per way the call can succeed; none
+        when no call of the tool can (no record to name, or every transition closed)."""
+        properties = dict(schema.get("properties", {}))
+        key, keys = table.key, list(records)
+        if tool.kind == "create":
+            if key in properties:
+                properties[key] = {"x-gbnf": self._key(set(keys), rules)}
+            return [{**schema, "properties": properties}]
+        if isinstance(tool, TransferTool):
+            schemas = []
+            for source in keys:
+                others = [b for b in keys if b != source]
+                amount = _amount_up_to(float(records[source].get(tool.field) or 0) - tool.minimum)
+                if others and amount is not None:
+                    chosen = {f"from_{key}": {"const": source}, f"to_{key}": {"enum": others}, "amount": amount}
+                    schemas.append({**schema, "properties": {**properties, **chosen}})
+            return schemas
+        if isinstance(tool, SearchTool):  # an empty search text is refused
+            return [
+                {**schema, "properties": {**properties, tool.field: {"x-gbnf": self._string(1, self.budget.value)}}}
+            ]
+        if tool.kind == "list":  # it names no record (a filter on the key field is a value, not a lookup)
+            return [schema]
+        if not keys:
+            return []
+        if isinstance(tool, UpdateTool) and tool.transitions is not None:
+            schemas = []
+            for name, record in records.items():
+                onward = [t.to for t in tool.transitions if same_value(t.from_, record.get(tool.field))]
+                if tool.value is not None:
+                    onward = [value for value in onward if same_value(value, tool.value)]
+                if onward:
+                    chosen = {**properties, key: {"const": name}}
+                    if tool.field in properties:
+                        chosen[tool.field] = {"enum": onward}
+                    schemas.append({**schema, "properties": chosen})
+            return schemas
+        return [{**schema, "properties": {**properties, key: {"enum": keys}}}]
+
+    def _kind(self, name: object) -> str | None:
+        return next((str(tool.get("kind")) for tool in self.tools if tool.get("name") == name), None)
+
+    def _brief(self) -> str:
+        """The question, about a record that exists after the plan (optional once the plan changed
+        something, required before); then the instruction, written knowing the plan."""
+        rules, tables = GrammarRules(), self._written_tables()
+        try:
+            state = state_after_plan(self._partial_spec(tables, self.plan))
+        except (SpecError, ValueError, TypeError):
+            state = {}
+        questions = [
+            f'"{{\\"table\\": " {_json(t.name)} ", \\"key\\": " {_choice([_json(k) for k in state[t.name]])} '
+            f'", \\"field\\": " {_choice([_json(n) for n in t.fields])} "}}"'
+            for t in tables
+            if state.get(t.name)
+        ]
+        changed = any(self._kind(call.get("tool")) in CHANGING_KINDS for call in self.plan)
+        question = f'", \\"question\\": " {_choice(questions)}' if questions else '""'
+        if changed:
+            question = f"({question})?"
+        return rules.grammar(f'{question} ", \\"instruction\\": " {self._text()}')
+
+    def _hint(self) -> str:
+        """The hint, other than the instruction (the gates refuse a copy); optional untouched records, among
+        those no planned call names; then the spec closes."""
+        rules, tables = GrammarRules(), self._written_tables()
+        hint = text_except({self.instruction}, _FIRST_CHAR[1:-1], _TEXT_CHAR[1:-1], self.budget.text, rules)
+        named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}
+        refs = [_json(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
+        untouched = f'(", \\"untouched\\": [" {_repeat(_choice(refs), self.budget.untouched)} "]")?' if refs else '""'
+        return rules.grammar(f'", \\"hint\\": " {hint} {untouched} "}}}}"')
+
+    # -- reading what was written --------------------------------------------------------------------
+
+    def _written_tables(self) -> list[TableSpec]:
+        """The written tables that parse, the first of each name (a later duplicate is the gates' to name)."""
+        tables: dict[str, TableSpec] = {}
+        for table in self.tables:
+            try:
+                parsed = TableSpec.model_validate(table)
+            except ValidationError:
+                continue
+            tables.setdefault(parsed.name, parsed)
+        return list(tables.values())
+
+    def _written_tools(self, tables: list[TableSpec]) -> list[ToolDefinition]:
+        tools: dict[str, ToolDefinition] = {}
+        names = {table.name for table in tables}
+        for tool in self.tools:
+            try:
+                parsed = _TOOL.validate_python(tool)
+            except ValidationError:
+                continue
+            if parsed.table in names:
+                tools.setdefault(parsed.name, parsed)
+        return list(tools.values())
+
+    def _partial_spec(self, tables: list[TableSpec], plan: list[dict[str, Any]]) -> Spec:
+        calls = [PlannedCall.model_validate(call) for call in plan]
+        task = TaskSpec(instruction="-", hint="-", plan=calls)
+        tools = self._written_tools(tables)
+        return Spec.model_construct(
+            spec_version=1, name="staged", description="-", max_steps=30, tables=tables, tools=tools, task=task
+        )
+
+    @staticmethod
+    def _keys(table: TableSpec) -> list[str]:
+        return list(dict.fromkeys(str(r[table.key]) for r in table.records if isinstance(r.get(table.key), str)))
+
+    def _name(self, used: AbstractSet[str], rules: GrammarRules) -> str:
+        return name_except(used, rules, self.budget.name)
+
+    def _key(self, used: AbstractSet[str], rules: GrammarRules) -> str:
+        return key_except(used, rules, self.budget.value)
+
+    def _text(self) -> str:
+        return self._string(1, self.budget.text)
+
+    def _string(self, shortest: int = 0, longest: int = 0) -> str:
+        longest = longest or self.budget.text
+        if shortest == 0:
+            return f'"\\"" {_TEXT_CHAR}{{0,{longest}}} "\\""'
+        return f'"\\"" {_FIRST_CHAR} {_TEXT_CHAR}{{{shortest - 1},{longest - 1}}} "\\""'
+
+
+def _amount_up_to(available: float) -> dict[str, Any] | None:
+    """A positive whole amount that cannot exceed `available`: the numbers 1..available below 10, else any
+    with fewer digits than it has (a grammar cannot compare numbers); None when not even 1 fits."""
+    if available < 1:
+        return None
+    if available < 10:
+        return {"enum": list(range(1, int(available) + 1))}
+    digits = len(str(int(available)))
+    return {"x-gbnf": "[1-9]" if digits == 2 else f"[1-9] [0-9]{{0,{digits - 2}}}"}  # `{0,0}`: llguidance refuses
