@@ -369,7 +369,7 @@ class SpecStages:
                 arguments = json_value(schema, rules)
                 call = f'"{{\\"tool\\": " {_json(tool.name)} ", \\"arguments\\": " {arguments} "}}"'
                 (changing if tool.kind in CHANGING_KINDS else reading).append(call)
-        changed = any(self._kind(call.get("tool")) in CHANGING_KINDS for call in self.plan)
+        changed = self._plan_changes()
         # Another call is offered only where one will surely be possible after this one: a tool that needs
         # no record (search, list, create), or records enough that one call cannot take them all.
         needs_none = any(tool.kind in ("search", "list", "create") for tool in spec.tools)
@@ -432,8 +432,10 @@ class SpecStages:
             return schemas
         return [{**schema, "properties": {**properties, key: {"enum": keys}}}]
 
-    def _kind(self, name: object) -> str | None:
-        return next((str(tool.get("kind")) for tool in self.tools if tool.get("name") == name), None)
+    def _plan_changes(self) -> bool:
+        """Whether a call written so far is of a changing kind (reads alone must ask a question)."""
+        kinds = {tool.get("name"): tool.get("kind") for tool in self.tools}
+        return any(kinds.get(call.get("tool")) in CHANGING_KINDS for call in self.plan)
 
     def _brief(self) -> str:
         """The question, about a record that exists after the plan (optional once the plan changed
@@ -449,7 +451,7 @@ class SpecStages:
             for t in tables
             if state.get(t.name)
         ]
-        changed = any(self._kind(call.get("tool")) in CHANGING_KINDS for call in self.plan)
+        changed = self._plan_changes()
         question = f'", \\"question\\": " {_choice(questions)}' if questions else '""'
         if changed:
             question = f"({question})?"
