@@ -89,6 +89,14 @@ train-tools *flags="": model
     spadework train --preset cpu-tiny --out "$run" {{flags}}
     spadework report "$run"
 
+# Two whole cpu-tiny runs (about 1.5 hours on 2 cores), then one table (also OUT/compare.md) and each arm's report;
+# the same command on the same OUT resumes a killed arm.
+# SPADE against the fixed-pool ablation at equal compute: held-out lift (95% CI), validity, regret per iteration.
+train-tools-compare out="runs/compare" *flags="": model
+    spadework train-compare --out {{out}} {{flags}}
+    spadework report {{out}}/spade > /dev/null
+    spadework report {{out}}/fixed-pool > /dev/null
+
 # The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/grpo_sweep.py): the embedded model plays
 # training and validation tasks once (~15 min), then each setting trains on the same plays (~5 min each).
 sweep out="runs/sweep" *flags="": model

@@ -13,7 +13,7 @@ from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
 from trainers.corpus_cli import corpus_app
 from trainers.designer.cli import design
-from trainers.train_cli import report, train
+from trainers.train_cli import report, train, train_compare
 
 app = typer.Typer(
     help="spadework: a language model teaches itself tool use by self-play.",
@@ -30,6 +30,7 @@ app.command("serve")(engine_cli.serve)
 app.command("design")(design)
 app.command("train")(train)
 app.command("report")(report)
+app.command("train-compare")(train_compare)
 
 
 def _print_version(wanted: bool) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainers.designer.loop import IterationMetrics, read_metrics
+from trainers.designer.loop import DesignOutcome, IterationMetrics, read_designs, read_metrics, world_file
 from trainers.journal import JournalError
 from trainers.run_state import TRAINER_DIR
 from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
@@ -36,6 +36,7 @@ class RunRecord:
     iterations: list[IterationReport]
     held_out: list[HeldOut]
     designer: list[IterationMetrics]
+    designs: list[DesignOutcome]  # every designer turn, with its verdict and (when valid) its regret
     updates: list[dict[str, float]]  # TRL's per-step log (loss, grad norm, importance ratios, ...)
 
 
@@ -45,7 +46,7 @@ def read_run(run: Path) -> RunRecord:
         raise ReportError(f"{run} is not a training run: {config.name} is missing (spadework train writes it)")
     try:
         return RunRecord(run, json.loads(config.read_text()), read_iterations(run), read_held_out(run),
-                         read_metrics(run), _update_log(run))  # fmt: skip
+                         read_metrics(run), read_designs(run), _update_log(run))  # fmt: skip
     except JournalError as error:
         raise ReportError(str(error)) from None
     except ValueError as error:  # config.json or a trainer state that is not JSON
@@ -332,6 +333,9 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
         after = sum(m.valid_after_repair for m in record.designer)
         replies = sum(m.replies for m in record.designer)
         rows.append(("designer validity (before / after repair)", f"{before}/{replies} / {after}/{replies}"))
+        kinds = [cells[2] for cells in designed_worlds(record)]
+        written = ", ".join(f"{kinds.count(kind)} {kind}" for kind in sorted(set(kinds))) or "none"
+        rows.append(("valid worlds written", written))
     split = stage_seconds(record)
     totals = {stage: sum(seconds.get(stage, 0.0) for seconds in split.values()) for stage in STAGES}
     whole = sum(totals.values())
@@ -342,6 +346,24 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
     if returns:
         rows.append(("agent return (mean over iterations)", f"{statistics.fmean(returns):.3f}"))
     return rows
+
+
+WORLD_COLUMNS = ("iteration", "world", "format", "file", "plain mean", "hinted mean", "regret", "designer reward")
+
+
+def designed_worlds(record: RunRecord) -> list[list[str]]:
+    """The valid worlds the designer wrote, one row each: where the world is and how the agent fared on it."""
+    found = []
+    for outcome in record.designs:
+        path = world_file(record.directory, outcome)
+        if path is None or outcome.verdict is None:
+            continue
+        kind = "spec" if path.suffix == ".json" else "python"
+        scores = (_number(outcome.mean_plain, 2), _number(outcome.mean_hinted, 2), _number(outcome.regret, 3),
+                  _number(outcome.reward, 3))  # fmt: skip
+        found.append([str(outcome.iteration), str(outcome.verdict.get("world")), kind,
+                      str(path.relative_to(record.directory)), *scores])  # fmt: skip
+    return found
 
 
 def _page(record: RunRecord) -> str:
@@ -358,6 +380,14 @@ def _page(record: RunRecord) -> str:
                  *(_number(split[r.iteration].get(stage), 1) for stage in STAGES))  # fmt: skip
         body.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>")
     figures = "".join(f'<figure><img src="{name}.png" alt="{name}"></figure>' for name in PLOTS)
+    worlds = (
+        "".join(
+            "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>"
+            for cells in designed_worlds(record)
+        )
+        or f'<tr><td colspan="{len(WORLD_COLUMNS)}">no valid world yet</td></tr>'
+    )
+
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>spadework run {html.escape(run.name)}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;margin:1em 0}}
@@ -366,6 +396,8 @@ th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left}}figure{{display:in
 <h1>spadework training run: {html.escape(str(run))}</h1>
 <table>{headline}</table>
 {figures}
+<h2>Designed worlds (valid ones)</h2>
+<table><tr>{"".join(f"<th>{html.escape(c)}</th>" for c in WORLD_COLUMNS)}</tr>{worlds}</table>
 <h2>Iterations</h2>
 <table><tr>{"".join(f"<th>{html.escape(c)}</th>" for c in columns)}</tr>{"".join(body)}</table>
 </body></html>

@@ -23,6 +23,7 @@ from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
 from engine.settings import Completions, EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
+from trainers.compare import COLUMNS, CompareError, comparison, rows, run_arms, write_comparison
 from trainers.config import ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.generate import design_constraint
@@ -326,3 +327,38 @@ def report(
         table.add_row(what, value)
     Console().print(table)
     Console().print(f"report: {page}")
+
+
+def train_compare(
+    out: Annotated[Path, typer.Option(help="The comparison's directory: one run per arm under it.")] = Path(
+        "runs/compare"
+    ),
+    preset: Annotated[str, typer.Option(help="The preset both arms start from.")] = "cpu-tiny",
+    overrides: Annotated[
+        list[str], typer.Option("--set", help="Override a knob in both arms: --set run.iterations=3 (repeatable).")
+    ] = [],  # noqa: B006
+    endpoint: Annotated[
+        list[str], typer.Option(help="A vLLM server's OpenAI base URL (repeatable): policy.endpoints, both arms.")
+    ] = [],  # noqa: B006
+) -> None:
+    """SPADE against the fixed_pool ablation at equal compute (same seed, iterations and update size; the fixed
+    pool plays as many extra reference tasks as the designer could add worlds): each arm's held-out lift with
+    its 95% CI, designer validity and regret per iteration, in one table (also OUT/compare.md and .json).
+    Run it again on the same OUT to resume a killed arm or just print the table."""
+    if endpoint:
+        overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
+    try:
+        runs = run_arms(preset, overrides, out)
+        results, difference = comparison(runs)
+    except ConfigError as error:
+        raise typer.BadParameter(str(error), param_hint="--set") from None
+    except (CompareError, ReportError) as error:
+        raise typer.BadParameter(str(error), param_hint="--out") from None
+    write_comparison(out, results, difference)
+    table = Table(*COLUMNS, title=f"SPADE against a fixed pool ({preset}, equal compute): {out}")
+    for cells in rows(results):
+        table.add_row(*cells)
+    console = Console()
+    console.print(table)
+    if difference is not None:
+        console.print(f"held-out success after training, spade - fixed-pool (paired over tasks): {difference.text()}")

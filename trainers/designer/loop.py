@@ -293,5 +293,18 @@ def _share(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
 
 
+def read_designs(out: Path) -> list[DesignOutcome]:
+    """`designs.jsonl` read back: every designer turn of the run, valid or not."""
+    return journal.read(out / "designs.jsonl", DesignOutcome)
+
+
+def world_file(out: Path, outcome: DesignOutcome) -> Path | None:
+    """Where a valid design's world was written (`worlds/<hash>.json` for a spec, `.py` for Python)."""
+    if outcome.world_hash is None:
+        return None
+    found = [out / "worlds" / f"{outcome.world_hash[:16]}.{suffix}" for suffix in ("json", "py")]
+    return next((path for path in found if path.is_file()), None)
+
+
 def read_metrics(out: Path) -> list[IterationMetrics]:
     return journal.read(out / "metrics.jsonl", IterationMetrics)
