@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from trainers.config import TrainConfig, load_config
-from trainers.report import RunRecord, read_run
+from trainers.journal import JournalError
+from trainers.report import ReportError, RunRecord, read_run, summary_json
 from trainers.run_state import ResumeError, load_state
+from trainers.selfplay import read_held_out, read_iterations
 from trainers.stats import paired_lift
 
 ARMS = ("spade", "fixed-pool")
@@ -53,11 +55,14 @@ def finished(run: Path) -> bool:
     """Whether a run directory holds a run whose every iteration and final evaluation are recorded."""
     if not (run / "config.json").is_file():
         return False
-    record = read_run(run)
-    planned = record.config.get("run", {}).get("iterations")
+    try:  # the journals only: a run's designs.jsonl (every sampled id) is not needed to know it ended
+        planned = json.loads((run / "config.json").read_text()).get("run", {}).get("iterations")
+        iterations, held_out = read_iterations(run), read_held_out(run)
+    except (ValueError, JournalError) as error:
+        raise ReportError(f"{run}: a file does not parse ({error})") from None
     if not isinstance(planned, int):
         return False
-    return len(record.iterations) == planned and any(h.after_iteration == planned - 1 for h in record.held_out)
+    return len(iterations) == planned and any(h.after_iteration == planned - 1 for h in held_out)
 
 
 def run_arms(preset: str, overrides: list[str], out: Path, log_level: str = "info") -> dict[str, Path]:
@@ -121,26 +126,26 @@ class ArmResult:
 
 
 def arm_result(arm: str, record: RunRecord) -> ArmResult:
-    measured = [h for h in record.held_out if h.scored]
-    first, last = (measured[0], measured[-1]) if measured else (None, None)
+    """One arm's row, its held-out numbers as its own report states them (`trainers.report.summary_json`)."""
+    headline = summary_json(record)
+    before, after = headline["before"], headline["after"]
     lift = credit = None
-    if first is not None and last is not None and last is not first:
-        lift = Interval(*paired_lift(first.successes(), last.successes()))
-        credit = Interval(*paired_lift(first.credits(), last.credits()))
-    elapsed = [h.elapsed_s for h in record.held_out if h.elapsed_s is not None]
+    if headline["lift_ci95"] is not None:
+        lift = Interval(headline["lift"], *headline["lift_ci95"])
+        credit = Interval(headline["partial_credit_lift"], *headline["partial_credit_lift_ci95"])
     return ArmResult(
         arm=arm,
         iterations=len(record.iterations),
-        suite=first.suite if first else None,
-        before=first.success if first else None,
-        after=last.success if last and last is not first else None,
+        suite=headline["suite"],
+        before=before["success"] if before else None,
+        after=after["success"] if after and lift is not None else None,
         lift=lift,
         credit_lift=credit,
         validity=[(m.valid_after_repair, m.replies) for m in record.designer],
         regret=[list(m.regrets) for m in record.designer],
         agent_rows=sum(r.rows.get("agent", 0) for r in record.iterations),
         sampled_tokens=sum(r.sampled_tokens or 0 for r in record.iterations),
-        minutes=round(max(elapsed) / 60, 1) if elapsed else None,
+        minutes=headline["minutes"],
     )
 
 
