@@ -81,7 +81,7 @@ def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: li
                 await run_rollout(Selection(spec.run, spec.settings, keys), store, pool, factory, concurrency, stats)
 
         console = Console(stderr=True)
-        with live_progress(stats, console, progress and console.is_terminal):
+        with live_progress(stats, console, progress):
             anyio.run(main)
     wanted = set(seeds)
     records = {record.key.seed: record for record in read_records(out) if record.key.seed in wanted}

@@ -47,7 +47,9 @@ LocalModelOption = Annotated[
 ]
 LocalParallelOption = Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")]
 RequestTimeoutOption = Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")]
-ProgressOption = Annotated[bool, typer.Option(help="Show a live progress bar.")]
+ProgressOption = Annotated[
+    bool, typer.Option(help="Show progress: a live bar on a terminal, else a log line every 10 s.")
+]
 
 
 def rollout(
@@ -166,7 +168,7 @@ def rollout(
     with ExitStack() as stack:
         stack.enter_context(store)
         endpoint = stack.enter_context(endpoint_urls(endpoint, served))
-        stack.enter_context(live_progress(stats, console, progress and console.is_terminal))
+        stack.enter_context(live_progress(stats, console, progress))
         try:
             anyio.run(main, endpoint, backend=backend)
         except KeyboardInterrupt:

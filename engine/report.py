@@ -6,11 +6,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import structlog
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from engine.rollout import RolloutStats
+
+log = structlog.get_logger()
 
 
 def _status_line(stats: RolloutStats) -> str:
@@ -22,12 +25,44 @@ def _status_line(stats: RolloutStats) -> str:
 
 
 @contextmanager
-def live_progress(stats: RolloutStats, console: Console, enabled: bool) -> Iterator[None]:
-    """A progress bar fed from `stats` by a small thread, so nothing runs on the event loop's path."""
+def live_progress(
+    stats: RolloutStats, console: Console, enabled: bool, label: str = "episodes", every_s: float = 10.0
+) -> Iterator[None]:
+    """What a person sees while `stats` fills: a live bar on a terminal; elsewhere (a log file, CI) one
+    structured line every `every_s` seconds, so a long play is never silent. Fed by a small thread, so
+    nothing runs on the event loop's path."""
     if not enabled:
         yield
         return
-    columns = (TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"))
+    if console.is_terminal:
+        with _bar(stats, console, label):
+            yield
+        return
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.wait(every_s):
+            _log_line(stats, label)
+
+    thread = threading.Thread(target=pump, name="rollout-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _log_line(stats: RolloutStats, label: str) -> None:
+    elapsed = max(stats.elapsed_s, 1e-9)
+    log.info(label, done=stats.skipped + stats.done, planned=stats.planned, live=stats.live,
+             failed=stats.statuses["infra_error"], turns_per_s=round(stats.turns / elapsed, 2),
+             tokens_per_s=round(stats.completion_tokens / elapsed, 1), elapsed_s=round(elapsed))  # fmt: skip
+
+
+@contextmanager
+def _bar(stats: RolloutStats, console: Console, label: str) -> Iterator[None]:
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"))
     timing = (TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     with Progress(*columns, *timing, console=console, refresh_per_second=4) as progress:
         handle = progress.add_task("rollout", total=stats.planned, status="")

@@ -300,12 +300,58 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         rollout_func=feed,
         callbacks=[SaveWhenAsked(settings.steps_per_batch)],
     )
+    train_without_padding(trainer)
     if settings.importance_sampling != "off":
         _correct_for_the_sampler(trainer)
     if settings.grammar_logprobs == "restricted":
         feed.restrictions = GrammarRestrictions(tokenizer)
         restrict_to_grammar(trainer, feed.restrictions)
     return trainer
+
+
+_PROMPT_KEYS = ("prompt_ids", "prompt_mask")
+
+
+def train_without_padding(trainer: Any) -> None:
+    """Make each forward/backward pass of `trainer` (a TRL `GRPOTrainer`) read only its own rows' tokens.
+
+    TRL pads a whole batch to its longest prompt (on the left) and longest completion (on the right), then
+    cuts it into passes of `rows_per_pass` rows that keep that width: one designer row (a 1,000-token prompt
+    and 768 sampled tokens) made every short agent row and every padding row of its update cost as much as
+    itself, and an update with a designer group took 102 s for 2,658 real tokens. A column that is padding in
+    every row of a pass is masked out of attention and out of the loss, so it is cut: the loss and its
+    gradient are the same, and the rows' positions start at 0, as they did in the sampler. Relies on TRL 1.16's
+    `_prepare_inputs` handing `training_step` one pass's batch (pinned; checked here)."""
+    if not hasattr(trainer, "_prepare_inputs"):
+        raise RuntimeError("this TRL has no GRPOTrainer._prepare_inputs: the padding cut needs TRL 1.16")
+    original = trainer._prepare_inputs
+
+    def trimmed(generation_batch: Any) -> Any:
+        inputs = original(generation_batch)
+        return without_padding_columns(inputs) if trainer.model.training else inputs
+
+    trainer._prepare_inputs = trimmed
+
+
+def without_padding_columns(inputs: dict[str, Any]) -> dict[str, Any]:
+    """One pass's batch without the prompt columns no row uses (left) and the completion columns after every
+    row's end (right); every per-completion-token tensor is cut like the completion."""
+    import torch
+
+    prompt_used = inputs["prompt_mask"].bool().any(dim=0)
+    completion_used = inputs["completion_mask"].bool().any(dim=0)
+    width = inputs["completion_ids"].size(1)
+    first = int(prompt_used.nonzero()[0]) if prompt_used.any() else prompt_used.numel()
+    end = max(1, int(completion_used.nonzero()[-1]) + 1 if completion_used.any() else 1)
+    if first == 0 and end == width:
+        return inputs
+    cut = dict(inputs)
+    for key in _PROMPT_KEYS:
+        cut[key] = inputs[key][:, first:]
+    for key, value in inputs.items():
+        if key not in _PROMPT_KEYS and isinstance(value, torch.Tensor) and value.dim() >= 2 and value.size(1) == width:
+            cut[key] = value[:, :end]
+    return cut
 
 
 class _WeightsPushedElsewhere:

@@ -18,18 +18,20 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 import httpx
 import structlog
 from pydantic import BaseModel
+from rich.console import Console
 
 from engine.endpoints import EndpointPool
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.episode import shared_opening
-from engine.rollout import RolloutPlan, run_rollout
+from engine.report import live_progress
+from engine.rollout import RolloutPlan, RolloutStats, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
@@ -132,6 +134,8 @@ class SelfPlay:
     # Computes a world's opening tokens once for all the server's slots (`EmbeddedServer.share_prefix`).
     share_prefix: Callable[[list[int]], int] | None = None
     memory: PeakMemory | None = None  # the run's peak memory, recorded with each held-out evaluation
+    # Where each play's progress shows (a bar on a terminal, else a log line every few seconds).
+    console: Console = field(default_factory=lambda: Console(stderr=True))
 
     async def run(self, resumed: RunState | None = None) -> None:
         """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
@@ -335,8 +339,9 @@ class SelfPlay:
     async def _rollout(self, plan: RolloutPlan | SuitePlan, directory: Path,
                        worlds: Callable[[], Environment]) -> list[EpisodeRecord]:  # fmt: skip
         await self._share_opening(worlds)
-        with TrajectoryStore.open(directory, plan) as store:
-            await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency)
+        stats = RolloutStats(planned=plan.size)
+        with TrajectoryStore.open(directory, plan) as store, live_progress(stats, self.console, True, directory.name):
+            await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency, stats)
         return list(read_records(directory))
 
     async def _share_opening(self, worlds: Callable[[], Environment]) -> None:

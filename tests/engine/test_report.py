@@ -6,6 +6,7 @@ import io
 import time
 
 from rich.console import Console
+from structlog.testing import capture_logs
 
 from engine.report import live_progress, summary_table
 from engine.rollout import RolloutStats
@@ -21,6 +22,19 @@ def test_live_progress_shows_done_failed_live_and_rates() -> None:
         time.sleep(0.6)
     text = out.getvalue()
     assert "7/10" in text and "failed 1" in text and "live 3" in text and "turns/s" in text
+
+
+def test_progress_off_a_terminal_is_a_log_line_every_few_seconds() -> None:
+    stats = RolloutStats(planned=10)
+    out = io.StringIO()
+    with capture_logs() as logs, live_progress(stats, Console(file=out), enabled=True, label="eval", every_s=0.05):
+        stats.statuses.update({"ok": 4, "infra_error": 1})
+        stats.skipped, stats.live = 2, 3
+        time.sleep(0.3)
+    assert out.getvalue() == ""  # no bar drawn into a file
+    lines = [line for line in logs if line["event"] == "eval"]
+    assert len(lines) >= 2
+    assert lines[-1] | {"done": 7, "planned": 10, "live": 3, "failed": 1} == lines[-1]
 
 
 def test_disabled_progress_prints_nothing() -> None:

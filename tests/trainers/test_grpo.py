@@ -173,3 +173,45 @@ def test_rows_from_another_sampler_are_importance_weighted(tmp_path: Path, mode:
     tokens = sum(len(row.completion_ids) for row in rows)
     expected = ((tokens - len(rows)) * math.e + len(rows) * 1.0) / tokens  # unreported tokens: ratio 1
     assert logged["sampling/importance_sampling_ratio/mean"] == pytest.approx(expected, rel=0.02)
+
+
+def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(tmp_path: Path) -> None:
+    """TRL pads a batch to its longest row; one long row must not make the short rows' passes long, and cutting
+    the padding must not change the update."""
+    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    long_prompt = "<|im_start|>user\n" + "Find the book and borrow it for me, please. " * 20 + "<|im_end|>\n"
+    short_prompt = "<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n"
+    weights: list[Any] = []
+    widths: list[list[int]] = []
+    for cut in (True, False):
+        model, tokenizer = load_policy(default_gguf())
+        initial = model.lm_head.weight.detach().clone()
+        rows = []
+        for index, (prompt, text, reward) in enumerate(
+            [(long_prompt, "A long answer that goes on " * 8, 1.0), (long_prompt, "B<|im_end|>", 0.0),
+             (short_prompt, "A<|im_end|>", 1.0), (short_prompt, "B<|im_end|>", 0.0)]
+        ):  # fmt: skip
+            ids = tokenizer.encode(text)
+            rows.append(TrainingRow(role="agent", group=f"task{index // 2}", prompt_ids=tokenizer.encode(prompt),
+                                    completion_ids=ids, logprobs=[0.0] * len(ids), env_mask=[1] * len(ids),
+                                    reward=reward))  # fmt: skip
+        feed = RowFeed(wait_seconds=5)
+        feed.put(with_advantages(rows, scale="group"))
+        settings = UpdateSettings(rows_per_update=4, learning_rate=1e-3, gradient_checkpointing=False)
+        trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path / str(cut), 1)
+        if not cut:  # TRL's own passes, padded to the batch's longest row
+            trainer._prepare_inputs = GRPOTrainer._prepare_inputs.__get__(trainer)
+        seen: list[int] = []
+        hook = model.model.register_forward_hook(
+            lambda module, inputs, output, seen=seen: seen.append(output[0].size(1))
+        )
+        trainer.train()
+        hook.remove()
+        weights.append(trainer.model.lm_head.weight.detach() - initial)
+        widths.append(sorted(seen))
+    trimmed, padded = widths
+    assert len(set(padded)) == 1 and max(trimmed) == padded[0], "TRL pads every pass to the longest row"
+    assert min(trimmed) < padded[0] // 4, "a short row's pass reads its own tokens only"
+    moved, difference = weights[1].norm(), (weights[0] - weights[1]).norm()
+    assert difference < 1e-3 * moved, "the same update with and without the padding (float rounding aside)"

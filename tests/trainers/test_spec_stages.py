@@ -121,6 +121,7 @@ def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(b
         (12, '{"tool": "search", "arguments": {"title": "Dune"}}]', True),  # read last: a change came before
         (14, ', "hint": "Search.", "untouched": ["books/B2"]}}', False),  # the plan names B2
         (14, ', "hint": "Borrow Dune for me."}}', False),  # the hint repeats the instruction
+        (14, ', "hint": "Borrow Dune for me.  "}}', False),  # the same once stripped, as the gates read it
         (14, ', "hint": "Borrow Dune for me!"}}', True),
         (13, ', "question": {"table": "books", "key": "B2", "field": "on_loan"}, "instruction": "Borrow Dune."',
          True),  # a question may follow a change

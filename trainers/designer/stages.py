@@ -461,11 +461,17 @@ class SpecStages:
         """The hint, other than the instruction (the gates refuse a copy); optional untouched records, among
         those no planned call names; then the spec closes."""
         rules, tables = GrammarRules(), self._written_tables()
-        hint = text_except({self.instruction}, _FIRST_CHAR[1:-1], _TEXT_CHAR[1:-1], self.budget.text, rules)
+        hint = text_except(self._copies_of_instruction(), _FIRST_CHAR[1:-1], _TEXT_CHAR[1:-1], self.budget.text, rules)
         named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}
         refs = [_json(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
         untouched = f'(", \\"untouched\\": [" {_repeat(_choice(refs), self.budget.untouched)} "]")?' if refs else '""'
         return rules.grammar(f'", \\"hint\\": " {hint} {untouched} "}}}}"')
+
+    def _copies_of_instruction(self) -> set[str]:
+        """The hints the gates read as the instruction (equal once stripped): a hint starts with a visible
+        character and its only blank is the space, so these are the stripped instruction with trailing spaces."""
+        core = self.instruction.strip()
+        return {core + " " * spaces for spaces in range(max(0, self.budget.text - len(core)) + 1)}
 
     # -- reading what was written --------------------------------------------------------------------
 
