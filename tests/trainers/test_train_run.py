@@ -166,4 +166,6 @@ def test_the_report_renders_the_run(resumed_run: tuple[Path, subprocess.Complete
             assert image.format == "PNG" and image.size == (640, 360)
             assert len(image.getcolors(maxcolors=1 << 16) or range(1 << 16)) > 50, f"{name}.png looks empty"
         assert f'src="{name}.png"' in page
-    assert page.count("<tr><td>") == 2  # one row per iteration
+    worlds, iterations = page.split("<h2>Designed worlds (valid ones)</h2>")[1].split("<h2>Iterations</h2>")
+    assert worlds.count("<tr><td>") == 4 and ".py</td>" in worlds  # the 4 valid Python worlds, each with its file
+    assert iterations.split("</table>")[0].count("<tr><td>") == 2  # one row per iteration
