@@ -1,6 +1,7 @@
-"""A tool step in the sandbox vs the same step in-process, and steps/s across the whole pool.
+"""A tool step in the sandbox vs the same step in-process, steps/s across the whole pool, and what opening an
+episode costs (a new episode of a loaded world, reset included) in each.
 
-    python benchmarks/sandbox_step.py [--steps 3000] [--episodes 64] [--repeats 3]
+    python benchmarks/sandbox_step.py [--steps 3000] [--episodes 64] [--opens 200] [--repeats 3]
 
 Two worlds: `echo` (a trivial tool: the overhead floor) and the `library` example (a realistic small world
 with a list result). Prints medians of `--repeats` runs; ratios are sandbox / in-process.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -78,6 +80,34 @@ def in_process_median(source: str, action: ToolCall, steps: int, scratch: Path) 
     return statistics.median(times)
 
 
+def in_process_open_median(source: str, opens: int, scratch: Path) -> float:
+    path = scratch / "world.py"
+    path.write_text(source)
+    world_class = load_world(f"{path}:{_class_name(source)}")
+    times = []
+    for seed in range(opens):
+        start = time.perf_counter()
+        world_class().reset(seed)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+async def sandbox_open_median(pool: SandboxPool, source: str, opens: int) -> float:
+    """A new episode of a world already loaded on the worker it lands on, reset included."""
+    world = await pool.load(source)
+    warm = await pool.open(world)  # the world now loaded where the next opens land (the least busy worker)
+    await warm.close()
+    times = []
+    for seed in range(opens):
+        start = time.perf_counter()
+        episode = await pool.open(world)
+        await episode.reset(seed)
+        times.append(time.perf_counter() - start)
+        await episode.close()
+    await pool.unload(world)
+    return statistics.median(times)
+
+
 def _class_name(source: str) -> str:
     return next(
         line.split()[1].split("(")[0] for line in source.splitlines() if line.startswith("class ") and "World" in line
@@ -121,7 +151,7 @@ async def pool_rate(pool: SandboxPool, source: str, action: ToolCall, episodes: 
 
 
 async def run(arguments: argparse.Namespace) -> None:
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)  # a table piped to a file keeps its columns
     cores = os.cpu_count() or 1
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
     rows: dict[str, dict[str, list[float]]] = {name: {} for name in WORLDS}
@@ -135,14 +165,19 @@ async def run(arguments: argparse.Namespace) -> None:
                 figures.setdefault("sandbox", []).append(await sandbox_median(pool, source, action, arguments.steps))
                 rate = await pool_rate(pool, source, action, arguments.episodes, arguments.steps // 10)
                 figures.setdefault("rate", []).append(rate)
+                opens = arguments.opens
+                figures.setdefault("open in-process", []).append(in_process_open_median(source, opens, scratch))
+                figures.setdefault("open sandbox", []).append(await sandbox_open_median(pool, source, opens))
             console.print(f"repeat {repeat + 1}/{arguments.repeats} done")
     title = f"tool step, median of {arguments.repeats} runs ({arguments.backend})"
     rate_column = f"pool steps/s ({arguments.episodes} episodes)"
-    table = Table("world", "in-process µs", "sandbox round trip µs", "ratio", rate_column, "per core", title=title)
+    table = Table("world", "in-process µs", "sandbox round trip µs", "ratio", rate_column, "per core",
+                  "open in-process µs", "open sandbox ms", title=title)  # fmt: skip
     for name, figures in rows.items():
-        local, boxed, rate = (statistics.median(figures[key]) for key in ("in-process", "sandbox", "rate"))
+        keys = ("in-process", "sandbox", "rate", "open in-process", "open sandbox")
+        local, boxed, rate, local_open, boxed_open = (statistics.median(figures[key]) for key in keys)
         table.add_row(name, f"{local * 1e6:.1f}", f"{boxed * 1e6:.1f}", f"{boxed / local:.1f}x", f"{rate:,.0f}",
-                      f"{rate / cores:,.0f}")  # fmt: skip
+                      f"{rate / cores:,.0f}", f"{local_open * 1e6:.0f}", f"{boxed_open * 1e3:.2f}")  # fmt: skip
     console.print(table)
 
 
@@ -151,6 +186,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--workers", type=int, default=SandboxSettings().workers)
+    parser.add_argument("--opens", type=int, default=200, help="episodes opened per world and run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     arguments = parser.parse_args()
