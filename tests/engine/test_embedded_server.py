@@ -206,10 +206,12 @@ async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_t
     assert traces["llama.cpp"] and all(trace.exact for trace in traces["llama.cpp"])
     held = [token for trace in traces["llama.cpp"] for token in trace.completion_ids]
     assert held.count(lead) >= 2
-    for trace in traces["llama.cpp"]:
-        unknown = [i for i, (bit, value) in enumerate(zip(trace.loss_mask, trace.logprobs, strict=True))
-                   if bit and value is None]  # fmt: skip
-        assert unknown and all(trace.completion_ids[i] == lead for i in unknown), "only a lead byte has no logprob"
+    unknown = [(trace, i) for trace in traces["llama.cpp"]
+               for i, (bit, value) in enumerate(zip(trace.loss_mask, trace.logprobs, strict=True))
+               if bit and value is None]  # fmt: skip
+    # A trace may end before its grammar admits the lead byte anywhere (sampled at temperature 1): the split
+    # characters are counted over the traces, and every missing logprob must be a lead byte's.
+    assert unknown and all(trace.completion_ids[i] == lead for trace, i in unknown), "only a lead byte has no logprob"
 
 
 @pytest.mark.anyio
