@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import structlog
@@ -37,12 +37,19 @@ def live_progress(
     if console.is_terminal:
         with _bar(stats, console, label):
             yield
-        return
+    else:
+        with _every(every_s, lambda: _log_line(stats, label)):
+            yield
+
+
+@contextmanager
+def _every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
+    """Run `action` every `seconds` in a small thread while the block runs."""
     stop = threading.Event()
 
     def pump() -> None:
-        while not stop.wait(every_s):
-            _log_line(stats, label)
+        while not stop.wait(seconds):
+            action()
 
     thread = threading.Thread(target=pump, name="rollout-progress", daemon=True)
     thread.start()
@@ -66,22 +73,16 @@ def _bar(stats: RolloutStats, console: Console, label: str) -> Iterator[None]:
     timing = (TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     with Progress(*columns, *timing, console=console, refresh_per_second=4) as progress:
         handle = progress.add_task("rollout", total=stats.planned, status="")
-        stop = threading.Event()
 
-        def pump() -> None:
-            while True:
-                progress.update(handle, completed=stats.skipped + stats.done, status=_status_line(stats))
-                if stop.wait(0.25):
-                    return
-
-        thread = threading.Thread(target=pump, name="rollout-progress", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
+        def update() -> None:
             progress.update(handle, completed=stats.skipped + stats.done, status=_status_line(stats))
+
+        update()
+        try:
+            with _every(0.25, update):
+                yield
+        finally:
+            update()
 
 
 def summary_table(stats: RolloutStats) -> Table:

@@ -342,7 +342,7 @@ def without_padding_columns(inputs: dict[str, Any]) -> dict[str, Any]:
     completion_used = inputs["completion_mask"].bool().any(dim=0)
     width = inputs["completion_ids"].size(1)
     first = int(prompt_used.nonzero()[0]) if prompt_used.any() else prompt_used.numel()
-    end = max(1, int(completion_used.nonzero()[-1]) + 1 if completion_used.any() else 1)
+    end = int(completion_used.nonzero()[-1]) + 1 if completion_used.any() else 1  # a pass keeps one column
     if first == 0 and end == width:
         return inputs
     cut = dict(inputs)
