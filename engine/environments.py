@@ -3,7 +3,7 @@
 Reference worlds are the project's own code and run in-process (`LocalEnvironment`); model-written worlds
 run in the sandbox pool behind this same interface (`SandboxEnvironment`). A shared limiter bounds how
 many in-process steps run at once, so thousands of episodes cannot pile CPU work onto the event loop in
-one burst; sandboxed steps run in the workers, whose pipes pace them.
+one burst; sandboxed steps run in their own processes, whose sockets pace them.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class LocalWorlds:
 
 
 class SandboxEnvironment:
-    """A model-written world in the sandbox; one per episode, opened on its worker at the first reset."""
+    """A model-written world in the sandbox; one per episode, opened (a process of its own) at the first reset."""
 
     def __init__(self, pool: SandboxPool, world: WorldInfo, tools: list[dict[str, Any]]) -> None:
         self._pool = pool

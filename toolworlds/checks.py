@@ -133,7 +133,7 @@ async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen:
                 await episode.step(ToolCall(name=tool["name"], arguments=arguments))
             except WorldBugError as error:
                 if error.fatal:
-                    raise  # the sandbox killed the worker: no later call would tell us anything
+                    raise  # the sandbox killed the process: no later call would tell us anything
                 crashes[tool["name"]] = f"{json.dumps(arguments)[:200]}: {error}"
                 break
     return crashes

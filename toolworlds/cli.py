@@ -219,7 +219,7 @@ def validate(
 ) -> None:
     """Run model-written code through every gate (extract, repair, policy, sandbox load, smoke test).
 
-    Exits 0 only if the world is valid. The code runs only in a confined sandbox worker, never here.
+    Exits 0 only if the world is valid. The code runs only in confined sandbox processes, never here.
     """
     from toolworlds.untrusted.validate import run_validation
 
@@ -295,7 +295,7 @@ def serve(
 
 
 def _serve_sandboxed(path: Path, host: str, port: int, mcp: bool, transport: Transport, capacity: int) -> None:
-    """`serve` for a model-written file: every episode lives in a sandbox worker, never in this process."""
+    """`serve` for a model-written file: every episode lives in a sandbox process of its own, never in this one."""
     from toolworlds.sandboxed import SandboxedEpisodes, sandboxed_app
     from toolworlds.serving import serve_asgi
 

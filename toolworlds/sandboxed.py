@@ -88,10 +88,10 @@ class DescribedWorld:
 
 
 def in_sandbox(path: Path, work: Callable[[SandboxPool, WorldInfo], Awaitable[T]]) -> T:
-    """Load `path` into a one-worker sandbox, run `work` on it, and tear the sandbox down."""
+    """Load `path` into a one-zygote sandbox, run `work` on it, and tear the sandbox down."""
 
     async def run() -> T:
-        async with SandboxPool(SandboxSettings(workers=1)) as pool:
+        async with SandboxPool(SandboxSettings(zygotes=1)) as pool:
             return await work(pool, await pool.load(path.read_text(errors="replace"), path.name))
 
     return anyio.run(run)
@@ -145,7 +145,7 @@ class SandboxedEpisodes:
 
 
 def sandboxed_app(path: Path, world: DescribedWorld, capacity: int = 10_000) -> Starlette:
-    """The HTTP session API of a model-written world: each session is an episode in a sandbox worker."""
+    """The HTTP session API of a model-written world: each session is an episode in a sandbox process of its own."""
     from toolworlds.http import create_app
 
     episodes = SandboxedEpisodes(path)

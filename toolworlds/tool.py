@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 import docstring_parser
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
@@ -90,8 +91,10 @@ class ToolSpec:
             kind = type(arguments).__name__
             return None, [ArgumentProblem(field="(arguments)", problem=f"must be a JSON object, got {kind}")]
         # The JSON Schema the agent was shown is the contract, so it decides what is valid ("5" is not an
-        # integer, 20.0 is); pydantic then converts, and checks what a schema cannot say.
-        problems = schema_problems(self._input_validator, arguments)
+        # integer, 20.0 is); pydantic then converts, and checks what a schema cannot say. The compiled Rust
+        # validator answers "valid?" in a fraction of a microsecond; only arguments it refuses pay for the
+        # Python validator, which names every problem (and has the last word).
+        problems = [] if self._input_is_valid(arguments) else schema_problems(self._input_validator, arguments)
         if problems:
             return None, problems
         try:
@@ -106,6 +109,12 @@ class ToolSpec:
     @cached_property
     def _input_validator(self) -> Draft202012Validator:
         return Draft202012Validator(self.input_schema)
+
+    @cached_property
+    def _input_is_valid(self) -> Callable[[object], bool]:
+        # Formats are annotations in Draft 2020-12 and the Python validator checks none: neither does this.
+        validator = jsonschema_rs.validator_for(self.input_schema, validate_formats=False)
+        return validator.is_valid
 
     def dump_result(self, value: object) -> Any:
         """The JSON form of a tool's return value, as its output schema describes it."""

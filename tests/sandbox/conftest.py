@@ -22,7 +22,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 async def pool() -> AsyncIterator[SandboxPool]:
-    async with SandboxPool(SandboxSettings(workers=2, deadlines=FAST_DEADLINES)) as running:
+    async with SandboxPool(SandboxSettings(zygotes=2, deadlines=FAST_DEADLINES)) as running:
         yield running
 
 

@@ -78,30 +78,30 @@ async def test_a_hang_is_killed_at_its_deadline_and_quarantined(pool: SandboxPoo
     hanging = await pool.load(HANGS_IN_STEP)
     victim_world = await pool.load(LIBRARY_SOURCE)
     episode = await pool.open(hanging)
-    # Place victims until one shares the hanging episode's worker: it is lost along with it.
+    # Episodes open at the same time, of another world and of the hanging world itself.
     victims = [await pool.open(victim_world) for _ in range(2)]
-    for victim in victims:
+    sibling = await pool.open(hanging)
+    for victim in [*victims, sibling]:
         await victim.reset(0)
     await episode.reset(1)
-    restarts = pool.restarts
+    killed = pool.killed
     with anyio.fail_after(5):
         with pytest.raises(WorldTimeout, match=r"step ran past its 2 s deadline.*SIGKILL"):
             await episode.step(ToolCall(name="borrow", arguments={"book_id": "B0"}))
-    assert pool.restarts == restarts + 1
+    assert pool.killed == killed + 1
     assert "deadline" in (pool.quarantined(hanging) or "")
     with pytest.raises(WorldQuarantined):
         await episode.reset(0)
     with pytest.raises(WorldQuarantined):
         await pool.open(hanging)
-    outcomes = []
-    for victim in victims:
-        try:
-            await victim.step(ToolCall(name="search", arguments={"title": "a"}))
-            outcomes.append("alive")
-        except EpisodeLost:
-            outcomes.append("lost")
-    assert sorted(outcomes) == ["alive", "lost"]  # two workers: one shared the hang, one did not
-    assert await play_library(pool) == 1.0  # the pool replaced the worker and keeps serving
+    with pytest.raises(WorldQuarantined):  # a quarantined world's other episodes get no more calls
+        await sibling.step(Finish())
+    for victim in victims:  # a hang costs its own episode, nobody else's
+        for action in await victim.solution():
+            result = await victim.step(action)
+        assert result.reward == 1.0
+        await victim.close()
+    assert await play_library(pool) == 1.0
 
 
 async def test_a_cancelled_caller_does_not_desynchronise_the_worker(pool: SandboxPool) -> None:
@@ -117,13 +117,13 @@ async def test_a_cancelled_caller_does_not_desynchronise_the_worker(pool: Sandbo
 
 
 async def test_the_pool_reports_its_confinement() -> None:
-    settings = SandboxSettings(workers=1, require=frozenset({"rlimit address space", "rlimit processes"}))
+    settings = SandboxSettings(zygotes=1, require=frozenset({"rlimit address space", "rlimit processes"}))
     async with SandboxPool(settings) as pool:
         layers = pool.confinement["layers"]
         assert layers["rlimit processes"] == "0"
         if abi_version() >= 1:
             assert "landlock" in layers
-    impossible = SandboxSettings(workers=1, require=frozenset({"a layer nobody has"}))
+    impossible = SandboxSettings(zygotes=1, require=frozenset({"a layer nobody has"}))
     with pytest.raises(SandboxStartError, match="a layer nobody has"):
         async with SandboxPool(impossible):
             pass
@@ -135,7 +135,7 @@ from tests.sandbox.conftest import play_library
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 
 async def main():
-    async with SandboxPool(SandboxSettings(workers=1)) as pool:
+    async with SandboxPool(SandboxSettings(zygotes=1)) as pool:
         print(json.dumps({"confinement": pool.confinement, "score": await play_library(pool)}))
 
 anyio.run(main)
@@ -174,11 +174,13 @@ def test_an_unprivileged_user_gets_the_layers_it_can(tmp_path: Path) -> None:
         assert "landlock" in layers
 
 
-async def test_an_unloaded_world_is_gone_from_every_worker(pool: SandboxPool) -> None:
+async def test_an_unloaded_world_ends_its_episodes(pool: SandboxPool) -> None:
     world = await pool.load(LIBRARY_SOURCE)
-    episodes = [await pool.open(world) for _ in range(3)]  # spread over both workers
+    episodes = [await pool.open(world) for _ in range(3)]
+    await episodes[0].reset(0)
     await pool.unload(world)
     with pytest.raises(LookupError, match="was unloaded"):
         await pool.open(world)
-    with pytest.raises(WorldCodeError, match="KeyError"):  # the workers forgot its episodes too
-        await episodes[0].reset(0)
+    for episode in episodes:  # each episode's process was killed with the world
+        with pytest.raises(EpisodeLost, match="closed"):
+            await episode.reset(0)

@@ -110,7 +110,7 @@ def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -
     with mock_model("--tokenizer", "bytes", *flags) as url:
         command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",
                    "--smoke-seeds", "3", "--designer-format", "spec", "--designer-mode", "tokens",
-                   "--tokenizer", "bytes", "--sandbox-workers", "1"]  # fmt: skip
+                   "--tokenizer", "bytes", "--sandbox-zygotes", "1"]  # fmt: skip
         completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
     assert completed.returncode == 0, completed.stderr[-3000:]
     first = read_metrics(out)[0]

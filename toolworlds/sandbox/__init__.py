@@ -1,4 +1,4 @@
-"""The sandbox: model-written toolworlds run in confined worker processes, behind the pool's deadlines."""
+"""The sandbox: model-written toolworlds run in confined processes, one per episode, behind the pool's deadlines."""
 
 from toolworlds.sandbox.confine import Limits
 from toolworlds.sandbox.pool import (
@@ -11,7 +11,7 @@ from toolworlds.sandbox.pool import (
     WorldLoadError,
     WorldQuarantined,
 )
-from toolworlds.sandbox.workers import (
+from toolworlds.sandbox.processes import (
     EpisodeLost,
     SandboxError,
     SandboxStartError,

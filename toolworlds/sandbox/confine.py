@@ -28,7 +28,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one worker process (bytes, seconds, counts)."""
+    """Resource limits of every sandbox process (bytes, seconds, counts); `processes` binds episodes only."""
 
     address_space: int = 1 << 30
     cpu_seconds: int = 3600  # a lifetime backstop; the parent's per-call deadlines are what stop a hang
@@ -39,7 +39,7 @@ class Limits:
 
 @dataclass
 class Confinement:
-    """Which layers hold in a worker, and why a missing one is missing: reported at pool start-up."""
+    """Which layers hold in a sandbox process, and why a missing one is missing: reported at pool start-up."""
 
     layers: dict[str, str] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
@@ -52,10 +52,14 @@ class Confinement:
 
 
 def confine(workdir: Path, limits: Limits, parent: int) -> Confinement:
-    """Apply every layer available; irreversible. `workdir` is the only place the worker may write."""
+    """Confine the zygote with every layer available; irreversible. `workdir` is its only writable place.
+
+    The zygote never runs world code; it keeps the right to fork (and to hand a socket to the pool), which
+    `confine_episode` takes away from each episode process before any world code runs there.
+    """
     report = Confinement()
     _die_with_parent(parent)
-    _rlimits(limits, report)
+    _rlimits(limits, report, processes=False)
     _network_namespace(report)
     ruleset = _prepare_filesystem(workdir, report)  # needs the paths still reachable: before the uid drop
     _drop_privileges(workdir, report)
@@ -66,21 +70,40 @@ def confine(workdir: Path, limits: Limits, parent: int) -> Confinement:
     return report
 
 
+def confine_episode(limits: Limits, zygote: Confinement, parent: int) -> Confinement:
+    """Add the episode's own layers in a freshly forked child of the zygote, before any world code runs.
+
+    On top of everything inherited: no process of its own (rlimit and seccomp), no write anywhere, and a
+    Landlock domain of its own, so no signal or abstract socket reaches past it.
+    """
+    report = Confinement(dict(zygote.layers), dict(zygote.missing))
+    _die_with_parent(parent)  # a fork clears the parent-death signal
+    _rlimits(limits, report, processes=True)
+    try:
+        abi = landlock.read_only_and_alone()
+        report.held("landlock", f"{report.layers.get('landlock', 'ABI ' + str(abi))}; episode: no writes, alone")
+    except OSError as error:
+        report.lacked("landlock episode layer", str(error))
+    _episode_seccomp(report)
+    return report
+
+
 def _die_with_parent(parent: int) -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before the signal was armed
         os._exit(1)
 
 
-def _rlimits(limits: Limits, report: Confinement) -> None:
+def _rlimits(limits: Limits, report: Confinement, *, processes: bool) -> None:
     wanted = {
         "address space": (resource.RLIMIT_AS, limits.address_space),
         "cpu": (resource.RLIMIT_CPU, limits.cpu_seconds),
         "open files": (resource.RLIMIT_NOFILE, limits.open_files),
         "file size": (resource.RLIMIT_FSIZE, limits.file_size),
         "core": (resource.RLIMIT_CORE, 0),
-        "processes": (resource.RLIMIT_NPROC, limits.processes),
     }
+    if processes:
+        wanted["processes"] = (resource.RLIMIT_NPROC, limits.processes)
     for name, (which, value) in wanted.items():
         try:
             resource.setrlimit(which, (value, value))
@@ -166,17 +189,31 @@ def _enforce_filesystem(ruleset: tuple[int, int] | None, report: Confinement) ->
         report.lacked("landlock", str(error))
 
 
-# Everything here fails with EPERM: a world gets no sockets, no new programs or processes, no signals to
-# others, no tracing, no mounts or namespaces, no kernel modules, no io_uring (which bypasses seccomp).
+# Everything here fails with EPERM in every sandbox process: no sockets, no new programs, no signals to
+# others, no tracing, no mounts or namespaces, no kernel modules, no io_uring (which bypasses seccomp), and
+# none of the kernel objects two processes of one user could meet in (System V and POSIX IPC, file locks,
+# file-change notifications, page-cache residency).
 DENIED_SYSCALLS = (
-    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendmsg", "sendto", "sendmmsg",
-    "execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "kill", "tkill",
-    "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "mount", "umount2", "unshare", "setns", "pivot_root",
-    "chroot", "reboot", "kexec_load", "init_module", "finit_module", "delete_module", "bpf", "perf_event_open",
-    "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "personality", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
-    "mknod", "mknodat", "seccomp",
+    "socket", "connect", "bind", "listen", "accept", "accept4", "sendto", "sendmmsg",
+    "execve", "execveat", "ptrace", "process_vm_readv", "process_vm_writev", "kill", "tkill",
+    "pidfd_send_signal", "pidfd_getfd", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "mount", "umount2", "unshare",
+    "setns", "pivot_root", "chroot", "reboot", "kexec_load", "init_module", "finit_module", "delete_module", "bpf",
+    "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "personality", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+    "setgroups", "mknod", "mknodat", "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "semget", "semop", "semtimedop", "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+    "mq_notify", "mq_getsetattr", "flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init",
+    "fanotify_mark", "mincore", "kcmp", "process_madvise", "migrate_pages", "move_pages", "ioprio_set",
 )  # fmt: skip
+# Only the zygote forks and hands an episode's socket to the pool; an episode process may do none of it.
+EPISODE_DENIED_SYSCALLS = ("fork", "vfork", "socketpair", "sendmsg", "pidfd_open", "seccomp")
+# fcntl commands that take locks, lease files, watch directories or aim signals at other processes.
+_FCNTL_DENIED = {"F_GETLK": 5, "F_SETLK": 6, "F_SETLKW": 7, "F_SETOWN": 8, "F_SETSIG": 10,
+                 "F_SETOWN_EX": 15, "F_OFD_GETLK": 36, "F_OFD_SETLK": 37, "F_OFD_SETLKW": 38,
+                 "F_SETLEASE": 1024, "F_NOTIFY": 1026}  # fmt: skip
+# Calls that name a process in argument 0 (1 for setpriority): allowed on this process only (0).
+_SELF_ONLY = {"prlimit64": 0, "sched_setaffinity": 0, "sched_setscheduler": 0, "sched_setparam": 0,
+              "sched_setattr": 0, "setpriority": 1}  # fmt: skip
 
 
 def preload_seccomp() -> str:
@@ -189,6 +226,7 @@ def preload_seccomp() -> str:
 
 
 def _seccomp(report: Confinement) -> None:
+    """The zygote's filter: everything in `DENIED_SYSCALLS`; it may still fork and hand over sockets."""
     pyseccomp = sys.modules.get("pyseccomp")
     if pyseccomp is None:
         report.lacked("seccomp", f"libseccomp unavailable: {preload_seccomp()}")
@@ -197,13 +235,33 @@ def _seccomp(report: Confinement) -> None:
         rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
         for name in DENIED_SYSCALLS:
             rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name)
-        # clone is how fork is made; only threads (CLONE_THREAD set) may use it. clone3 hides its flags in
-        # memory a filter cannot read, so it reports "not implemented" and the C library falls back to clone.
-        no_thread = pyseccomp.Arg(0, pyseccomp.MASKED_EQ, _CLONE_THREAD, 0)
-        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "clone", no_thread)
+        for command in _FCNTL_DENIED.values():
+            rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "fcntl", pyseccomp.Arg(1, pyseccomp.EQ, command))
+        for name, argument in _SELF_ONLY.items():
+            rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name, pyseccomp.Arg(argument, pyseccomp.NE, 0))
+        # clone3 hides its flags in memory a filter cannot read, so it reports "not implemented" and the C
+        # library falls back to clone, whose flags the episode filter can check.
         rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
-        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "tgkill", pyseccomp.Arg(0, pyseccomp.NE, os.getpid()))
         rules.load()
-        report.held("seccomp", f"{len(DENIED_SYSCALLS) + 3} system calls denied")
+        patterns = len(_FCNTL_DENIED) + len(_SELF_ONLY)
+        report.held("seccomp", f"{len(DENIED_SYSCALLS) + 1} system calls and {patterns} argument patterns denied")
     except OSError as error:
         report.lacked("seccomp", str(error))
+
+
+def _episode_seccomp(report: Confinement) -> None:
+    """A second filter on top of the zygote's: no processes (threads only), no hand-overs, signals to self."""
+    pyseccomp = sys.modules.get("pyseccomp")
+    if pyseccomp is None:
+        return  # the zygote already reported why
+    try:
+        rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+        for name in EPISODE_DENIED_SYSCALLS:
+            rules.add_rule(pyseccomp.ERRNO(errno.EPERM), name)
+        no_thread = pyseccomp.Arg(0, pyseccomp.MASKED_EQ, _CLONE_THREAD, 0)
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "clone", no_thread)
+        rules.add_rule(pyseccomp.ERRNO(errno.EPERM), "tgkill", pyseccomp.Arg(0, pyseccomp.NE, os.getpid()))
+        rules.load()
+        report.held("seccomp", f"{report.layers.get('seccomp', '')}; episode: no processes, signals to itself only")
+    except OSError as error:
+        report.lacked("seccomp", f"the episode filter: {error}")

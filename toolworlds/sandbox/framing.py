@@ -36,10 +36,13 @@ def write_frame(descriptor: int, message: Any) -> None:
 
 
 def write_all(descriptor: int, data: bytes) -> None:
-    """Blocking write of all of `data`; the worker's side of the pipe."""
+    """Write all of `data`, waiting while the descriptor is full: a sandbox process's side of its channel."""
     view = memoryview(data)
     while view:
-        view = view[os.write(descriptor, view) :]
+        try:
+            view = view[os.write(descriptor, view) :]
+        except BlockingIOError:  # the channel is non-blocking for reads, and so for writes too
+            select.select([], [descriptor], [])
 
 
 class FrameReader:

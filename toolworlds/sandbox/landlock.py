@@ -85,6 +85,25 @@ def prepare(read_only: Iterable[Path], read_write: Iterable[Path]) -> tuple[int,
     return ruleset, abi
 
 
+def read_only_and_alone() -> int:
+    """Add a layer that denies every write anywhere and, from ABI 6, signals and abstract sockets beyond it.
+
+    Stacked on a process already confined by `prepare`/`enforce`: reads stay as that layer allows. Each
+    episode process adds its own, so its domain holds only itself: it can write nowhere another process
+    reads, and cannot signal its zygote or a sibling. Returns the ABI version.
+    """
+    abi = abi_version()
+    if abi < 1:
+        raise OSError("landlock is not available in this kernel")
+    attr = _RulesetAttr(
+        handled_access_fs=handled_fs_rights(abi) & ~READ_ONLY,
+        handled_access_net=(_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0,
+        scoped=(_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0,
+    )
+    enforce(_syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)))
+    return abi
+
+
 def enforce(ruleset: int) -> None:
     """Confine this process, and all it may start, to the ruleset. Irreversible."""
     try:

@@ -1,19 +1,23 @@
-"""The sandbox pool: untrusted worlds run in pre-started, confined worker processes, never in this one.
+"""The sandbox pool: untrusted worlds run in confined processes, one process per episode, never in this one.
 
-Every call has a deadline the pool keeps itself; a worker that overruns one, dies, or breaks the protocol
-has its whole process group killed and is replaced, and the world that was running is quarantined (every
-later call on it fails at once). Episodes that shared the dead worker are lost, which the engine counts as
-an infrastructure failure, never as a score. A world is loaded lazily on whichever worker an episode is
-placed on, so many episodes of one world spread over the pool.
+A few zygotes (confined fork servers that never run world code) fork one process per episode; the process
+loads the world, plays that one episode and is killed when it closes. Nothing an episode does to its
+interpreter (patched classes, module state, threads, caches) can reach another episode of any world, and
+every episode starts from the same clean state. To keep an open cheap, the pool holds `spares` processes
+per world that have already loaded it.
+
+Every call has a deadline the pool keeps itself; an episode process that overruns one, dies, or breaks the
+protocol is killed, and its world is quarantined (every later call on it fails at once). Only that episode
+is lost, which the engine counts as an infrastructure failure, never as a score.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import shutil
 import tempfile
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,26 +29,32 @@ import structlog
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from toolworlds.core import Action, Finish, StepResult, Task, ToolCall
-from toolworlds.sandbox.workers import (
+from toolworlds.sandbox.processes import (
+    EpisodeLost,
+    EpisodeProcess,
     SandboxError,
+    SandboxProcess,
     SandboxStartError,
     WorkerCrashed,
-    WorkerProcess,
     WorkerSettings,
     WorldTimeout,
+    Zygote,
 )
 from toolworlds.tool import openai_function
 
 log = structlog.get_logger()
+# How often deadlines are checked: a request is killed at most this late.
+WATCHDOG_SECONDS = 0.05
 
 
-def default_workers() -> int:
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+def default_zygotes() -> int:
+    """One fork server per four cores: a fork costs about a millisecond of the zygote's time."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 @dataclass(frozen=True)
 class Deadlines:
-    """Seconds each kind of call may take inside a worker before the pool kills it."""
+    """Seconds each kind of call may take inside a sandbox process before the pool kills it."""
 
     load: float = 10.0
     reset: float = 2.0
@@ -58,8 +68,9 @@ class Deadlines:
 
 @dataclass(frozen=True)
 class SandboxSettings:
-    workers: int = field(default_factory=default_workers)
-    worker: WorkerSettings = field(default_factory=WorkerSettings)
+    zygotes: int = field(default_factory=default_zygotes)
+    spares: int = 1  # processes per world that have loaded it and wait for an episode
+    process: WorkerSettings = field(default_factory=WorkerSettings)
     deadlines: Deadlines = field(default_factory=Deadlines)
     require: frozenset[str] = frozenset()  # confinement layers that must hold, or the pool refuses to start
 
@@ -100,105 +111,200 @@ class _World:
     filename: str
     info: WorldInfo | None = None
     quarantined: str | None = None
+    spares: list[EpisodeProcess] = field(default_factory=list)
+    playing: set[EpisodeProcess] = field(default_factory=set)
+    filling: int = 0
 
 
 class SandboxPool:
-    """Run untrusted toolworld code in confined worker processes. Use as `async with SandboxPool() as pool`."""
+    """Run untrusted toolworld code in confined processes. Use as `async with SandboxPool() as pool`."""
 
     def __init__(self, settings: SandboxSettings | None = None) -> None:
         self.settings = settings or SandboxSettings()
         self.confinement: dict[str, Any] = {}
-        self.restarts = 0
-        self._workers: list[WorkerProcess] = []
+        self.killed = 0  # sandbox processes killed (or found dead) for a failure
+        self._zygotes: list[Zygote] = []
         self._worlds: dict[int, _World] = {}
+        self._episodes: set[EpisodeProcess] = set()
         self._ids = itertools.count(1)
         self._root = Path()
         self._respawn = anyio.Lock()
         self._exit = AsyncExitStack()
-        self._readers: anyio.abc.TaskGroup | None = None
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._stopping = False
 
     async def __aenter__(self) -> SandboxPool:
         self._root = Path(tempfile.mkdtemp(prefix="spadework-sandbox-"))
-        self._root.chmod(0o711)  # workers dropped to nobody must reach their own dirs inside
+        self._root.chmod(0o711)  # processes dropped to nobody must reach their own dirs inside
         self._exit.callback(shutil.rmtree, self._root, True)
-        self._readers = await self._exit.enter_async_context(anyio.create_task_group())
-        self._exit.push_async_callback(self._stop_workers)
+        self._tasks = await self._exit.enter_async_context(anyio.create_task_group())
+        self._exit.push_async_callback(self._stop)
+        self._tasks.start_soon(self._watch_deadlines)
         try:
             async with anyio.create_task_group() as starting:
-                for _ in range(self.settings.workers):
-                    starting.start_soon(self._add_worker)
+                for _ in range(self.settings.zygotes):
+                    starting.start_soon(self._add_zygote)
+            self.confinement = await self._probe()
         except BaseException as error:
             await self._exit.aclose()
-            if isinstance(error, BaseExceptionGroup):  # show the first worker's reason, not a group of them
+            if isinstance(error, BaseExceptionGroup):  # show the first zygote's reason, not a group of them
                 raise _first_leaf(error) from None
             raise
-        self.confinement = self._workers[0].confinement
         layers, missing = sorted(self.confinement["layers"]), self.confinement["missing"]
-        log.info("sandbox pool ready", workers=len(self._workers), layers=layers, missing=missing)
+        log.info("sandbox pool ready", zygotes=len(self._zygotes), layers=layers, missing=missing)
         return self
 
+    async def _probe(self) -> dict[str, Any]:
+        """The layers an episode process actually holds (what world code runs under), checked against `require`."""
+        process = await self._fork(await self._pick_zygote(), None)
+        try:
+            report = self._unwrap(await process.first_frame(self.settings.deadlines.load), "probe")["confinement"]
+        finally:
+            self._close(process)
+        lacking = self.settings.require - set(report["layers"])
+        if lacking:
+            missing = {layer: report["missing"].get(layer, "not attempted") for layer in lacking}
+            raise SandboxStartError(f"required sandbox layers are missing: {missing}")
+        return dict(report)
+
     @property
-    def worker_pids(self) -> list[int]:
-        """The live workers' process ids (each is also its process group and session): for monitoring."""
-        return [worker.process.pid for worker in self._workers if worker.alive]
+    def zygote_pids(self) -> list[int]:
+        """The live zygotes' process ids; each leads the session that holds all its episode processes."""
+        return [zygote.process.pid for zygote in self._zygotes if zygote.alive]
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self._exit.aclose()
 
-    async def _stop_workers(self) -> None:
-        for worker in self._workers:
-            await worker.kill()
-        self._workers.clear()
-        if self._readers is not None:
-            self._readers.cancel_scope.cancel()
+    async def _stop(self) -> None:
+        self._stopping = True
+        for process in list(self._episodes):
+            self._close(process)
+        for zygote in self._zygotes:
+            await zygote.stop()  # it waits for its episode processes to die, so none is left a zombie
+        self._zygotes.clear()
+        if self._tasks is not None:
+            self._tasks.cancel_scope.cancel()
+
+    async def _watch_deadlines(self) -> None:
+        """Kill every process whose request has overrun its deadline: one clock for all, not a timer per call."""
+        while True:
+            await anyio.sleep(WATCHDOG_SECONDS)
+            now = time.monotonic()
+            for process in [*self._zygotes, *self._episodes]:
+                process.overdue(now)
 
     # -- worlds ------------------------------------------------------------------------------
 
     async def load(self, source: str, filename: str = "<world>") -> WorldInfo:
-        """Load model-written world code; raises `WorldLoadError` (with the reason) if it does not load."""
+        """Load model-written world code; raises `WorldLoadError` (with the reason) if it does not load.
+
+        The process that loaded it is kept as the world's first spare.
+        """
         world_id = next(self._ids)
-        self._worlds[world_id] = _World(source, filename)
-        worker = await self._pick_worker()
-        info = await self._load_on(worker, world_id)
-        assert info is not None
-        return info
+        world = self._worlds[world_id] = _World(source, filename)
+        process = await self._spawn(world_id)
+        world.spares.append(process)
+        self._top_up(world)
+        assert world.info is not None
+        return world.info
 
     def quarantined(self, world: WorldInfo) -> str | None:
         """Why the world is quarantined, or None while it is usable."""
         return self._worlds[world.id].quarantined
 
     async def unload(self, world: WorldInfo) -> None:
-        self._worlds.pop(world.id, None)
-        for worker in self._workers:
-            if world.id in worker.loaded and worker.alive:
-                worker.loaded.discard(world.id)
-                await self._call(worker, {"op": "unload", "world": world.id}, None)
+        state = self._worlds.pop(world.id, None)
+        if state is not None:  # its open episodes end with it
+            for process in [*state.spares, *state.playing]:
+                self._close(process)
+        for zygote in self._zygotes:
+            if world.id in zygote.compiled and zygote.alive:
+                zygote.compiled.discard(world.id)
+                await self._call(zygote, {"op": "forget", "world": world.id}, None)
 
     async def open(self, world: WorldInfo) -> SandboxEpisode:
-        """A fresh episode of `world` on the least busy worker."""
-        if world.id not in self._worlds:
+        """A fresh episode of `world` in a process of its own (a spare when one is ready)."""
+        state = self._worlds.get(world.id)
+        if state is None:
             raise LookupError(f"world {world.id} ({world.name}) was unloaded from this pool; load it again")
         self._check_usable(world.id)
-        worker = await self._pick_worker()
-        if world.id not in worker.loaded:
-            await self._load_on(worker, world.id)
-        episode = SandboxEpisode(self, worker, world, next(self._ids))
-        await self._call(worker, {"op": "open", "world": world.id, "env": episode.id}, world.id)
-        worker.episodes += 1
-        return episode
+        while state.spares and not state.spares[0].alive:
+            state.spares.pop(0)
+        process = state.spares.pop(0) if state.spares else await self._spawn(world.id)
+        state.playing.add(process)
+        self._top_up(state)
+        return SandboxEpisode(self, process, world)
 
-    async def _load_on(self, worker: WorkerProcess, world_id: int) -> WorldInfo | None:
-        world = self._worlds[world_id]
-        worker.loaded.add(world_id)  # before the await: a second episode placed here meanwhile queues behind
-        request = {"op": "load", "world": world_id, "source": world.source, "filename": world.filename}
+    def _top_up(self, world: _World) -> None:
+        """Start loading spares in the background until the world has `spares` of them."""
+        assert self._tasks is not None
+        for _ in range(self.settings.spares - len(world.spares) - world.filling):
+            world.filling += 1
+            self._tasks.start_soon(self._add_spare, world)
+
+    async def _add_spare(self, world: _World) -> None:
+        assert world.info is not None
         try:
-            reply = await self._call(worker, request, world_id)
-        except WorldCodeError as error:
-            worker.loaded.discard(world_id)
-            raise WorldLoadError(str(error)) from None
+            process = await self._spawn(world.info.id)
+        except SandboxError as error:  # the next open meets the same error, if it is the world's
+            if not self._stopping:
+                log.warning("sandbox spare failed", world=world.info.id, reason=error.reason, detail=str(error))
+            return
+        finally:
+            world.filling -= 1
+        if world.quarantined or self._worlds.get(world.info.id) is not world:
+            self._close(process)
+        else:
+            world.spares.append(process)
+
+    # -- processes ---------------------------------------------------------------------------
+
+    async def _spawn(self, world_id: int) -> EpisodeProcess:
+        """A new episode process that has loaded the world."""
+        world = self._worlds.get(world_id)
+        if world is None:
+            raise EpisodeLost(f"world {world_id} was unloaded")
+        zygote = await self._pick_zygote()
+        if world_id not in zygote.compiled:
+            zygote.compiled.add(world_id)  # before the await: a second spawn placed here meanwhile queues behind
+            request = {"op": "compile", "world": world_id, "source": world.source, "filename": world.filename}
+            try:
+                await self._call(zygote, request, world_id, deadline="load")
+            except SandboxError:
+                zygote.compiled.discard(world_id)
+                raise
+        process = await self._fork(zygote, world_id)
+        try:
+            first = await self._failing(process.first_frame(self.settings.deadlines.load), world_id, "load")
+            payload = self._unwrap(first, "load")
+        except BaseException:
+            self._close(process)
+            raise
         if world.info is None:
-            world.info = WorldInfo(id=world_id, **reply)
-        return world.info
+            world.info = WorldInfo(id=world_id, **payload["world"])
+        return process
+
+    async def _fork(self, zygote: Zygote, world_id: int | None) -> EpisodeProcess:
+        """Have `zygote` fork an episode process (for None, a probe that loads nothing) and take it over."""
+        episode = next(self._ids)
+        zygote.forking += 1
+        try:
+            reply = await self._call(zygote, {"op": "spawn", "world": world_id, "episode": episode}, world_id)
+            channel, pidfd = zygote.take_handover(episode)
+        finally:
+            zygote.forking -= 1
+        process = EpisodeProcess(channel, pidfd, int(reply["pid"]), self.settings.process.max_reply_bytes)
+        self._episodes.add(process)
+        assert self._tasks is not None
+        self._tasks.start_soon(process.read_replies)
+        self._tasks.start_soon(process.write_backlog)
+        return process
+
+    def _close(self, process: EpisodeProcess, world: int | None = None) -> None:
+        process.close()
+        self._episodes.discard(process)
+        if world in self._worlds:
+            self._worlds[world].playing.discard(process)
 
     # -- calls -------------------------------------------------------------------------------
 
@@ -207,19 +313,25 @@ class SandboxPool:
         if world is not None and world.quarantined:
             raise WorldQuarantined(f"world {world_id} is quarantined: {world.quarantined}")
 
-    async def _call(self, worker: WorkerProcess, request: dict[str, Any], world_id: int | None) -> Any:
-        """One request under the op's deadline; a world whose request kills its worker is quarantined."""
+    async def _call(
+        self, process: SandboxProcess, request: dict[str, Any], world_id: int | None, deadline: str = ""
+    ) -> Any:
+        """One request under the op's deadline; a world whose request kills its process is quarantined."""
         self._check_usable(world_id)
         op = request["op"]
+        reply = await self._failing(process.request(request, self.settings.deadlines.of(deadline or op)), world_id, op)
+        return self._unwrap(reply, op)
+
+    async def _failing(self, call: Any, world_id: int | None, op: str) -> Any:
+        """Await `call`; a timeout or crash it ends in quarantines the world it was for."""
         try:
-            reply = await worker.request(request, self.settings.deadlines.of(op))
+            return await call
         except (WorldTimeout, WorkerCrashed) as failure:
-            self.restarts += 1
+            self.killed += 1
             if world_id in self._worlds:
                 self._worlds[world_id].quarantined = str(failure)
-            log.warning("sandbox worker killed", op=op, world=world_id, reason=failure.reason, detail=str(failure))
+            log.warning("sandbox process killed", op=op, world=world_id, reason=failure.reason, detail=str(failure))
             raise
-        return self._unwrap(reply, op)
 
     @staticmethod
     def _unwrap(reply: Any, op: str) -> Any:
@@ -227,36 +339,30 @@ class SandboxPool:
             return reply["ok"]
         error = reply.get("error") if isinstance(reply, dict) else None
         if not isinstance(error, dict):
-            raise WorldCodeError(f"the worker sent a malformed reply to {op}")
+            raise WorldCodeError(f"the sandbox sent a malformed reply to {op}")
         message = str(error.get("message", "?"))
         if error.get("kind") == "load_error":
             raise WorldLoadError(message)
         raise WorldCodeError(f"{op}: {message}")
 
-    # -- workers -----------------------------------------------------------------------------
+    # -- zygotes -----------------------------------------------------------------------------
 
-    async def _pick_worker(self) -> WorkerProcess:
-        """The live worker with the fewest episodes, after replacing any that died."""
-        if any(not worker.alive for worker in self._workers):
+    async def _pick_zygote(self) -> Zygote:
+        """The live zygote with the fewest forks in flight, after replacing any that died."""
+        if any(not zygote.alive for zygote in self._zygotes):
             async with self._respawn:
-                dead = [worker for worker in self._workers if not worker.alive]
-                self._workers = [worker for worker in self._workers if worker.alive]
+                dead = [zygote for zygote in self._zygotes if not zygote.alive]
+                self._zygotes = [zygote for zygote in self._zygotes if zygote.alive]
                 for _ in dead:
-                    await self._add_worker()
-        return min(self._workers, key=lambda worker: worker.episodes)
+                    await self._add_zygote()
+        return min(self._zygotes, key=lambda zygote: zygote.forking)
 
-    async def _add_worker(self) -> None:
-        settings = self.settings
-        worker = await WorkerProcess.spawn(self._root, settings.worker)
-        lacking = settings.require - set(worker.confinement["layers"])
-        if lacking:
-            await worker.kill()
-            missing = {layer: worker.confinement["missing"].get(layer, "not attempted") for layer in lacking}
-            raise SandboxStartError(f"required sandbox layers are missing: {missing}")
-        assert self._readers is not None
-        self._readers.start_soon(worker.read_replies)
-        self._readers.start_soon(worker.write_backlog)
-        self._workers.append(worker)
+    async def _add_zygote(self) -> None:
+        zygote = await Zygote.spawn(self._root, self.settings.process)
+        assert self._tasks is not None
+        self._tasks.start_soon(zygote.read_replies)
+        self._tasks.start_soon(zygote.write_backlog)
+        self._zygotes.append(zygote)
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -265,17 +371,17 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 class SandboxEpisode:
-    """One episode of a sandboxed world: the same calls as a `ToolWorld`, each a round trip to its worker."""
+    """One episode of a sandboxed world: the same calls as a `ToolWorld`, each a round trip to its process."""
 
-    def __init__(self, pool: SandboxPool, worker: WorkerProcess, world: WorldInfo, episode_id: int) -> None:
+    def __init__(self, pool: SandboxPool, process: EpisodeProcess, world: WorldInfo) -> None:
         self._pool = pool
-        self._worker = worker
+        self._process = process
         self.world = world
-        self.id = episode_id
+        self.id = process.pid
         self.closed = False
 
     async def _request(self, op: str, **fields: Any) -> Any:
-        return await self._pool._call(self._worker, {"op": op, "env": self.id, **fields}, self.world.id)
+        return await self._pool._call(self._process, {"op": op, **fields}, self.world.id)
 
     async def reset(self, seed: int) -> Task:
         return _parsed(_TASK, await self._request("reset", seed=seed), "reset")
@@ -295,13 +401,10 @@ class SandboxEpisode:
         return _parsed(_SNAPSHOT, await self._request("snapshot"), "snapshot")
 
     async def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._worker.episodes -= 1
-        if self._worker.alive and self._pool.quarantined(self.world) is None:
-            with contextlib.suppress(SandboxError):  # best effort: a dead worker holds no episode anyway
-                await self._request("close")
+        """Kill the episode's process: nothing of it outlives the episode."""
+        if not self.closed:
+            self.closed = True
+            self._pool._close(self._process, self.world.id)
 
 
 class _Grade(BaseModel):

@@ -1,7 +1,7 @@
 """Model-written toolworld source: extract it from a reply, repair common breakages, check it statically.
 
 These are the gates before the sandbox. They are a policy layer, not the security boundary: the code
-that passes them still runs only in a sandboxed worker process.
+that passes them still runs only in sandbox processes, one per episode.
 """
 
 from toolworlds.untrusted.extract import MAX_SOURCE_BYTES, ExtractionError, extract_source

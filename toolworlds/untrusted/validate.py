@@ -193,7 +193,7 @@ def run_validation(text: str, seeds: Sequence[int] = DEFAULT_SEEDS, filename: st
     """`validate` with a pool of its own, from synchronous code (the CLI)."""
 
     async def validated() -> Verdict:
-        async with SandboxPool(SandboxSettings(workers=1)) as pool:
+        async with SandboxPool(SandboxSettings(zygotes=1)) as pool:
             return await validate(text, pool, seeds=seeds, filename=filename)
 
     return anyio.run(validated)

@@ -58,7 +58,9 @@ def design(
     plateau_weight: Annotated[float, typer.Option(help="blend: reward inside the plateau.")] = 0.5,
     invalid_penalty: Annotated[float, typer.Option(help="Reward of a world that fails a gate.")] = -1.0,
     memory: Annotated[Path | None, typer.Option(help="Environment memory (default: OUT/memory.sqlite).")] = None,
-    sandbox_workers: Annotated[int, typer.Option(min=1, help="Sandbox worker processes.")] = SandboxSettings().workers,
+    sandbox_zygotes: Annotated[
+        int, typer.Option(min=1, help="Sandbox fork servers (every episode gets a process of its own).")
+    ] = SandboxSettings().zygotes,
     request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per model request.")] = 600.0,
     seed: Annotated[int, typer.Option(help="Seed of the document draws.")] = 0,
 ) -> None:
@@ -111,7 +113,7 @@ def design(
 
     async def main(urls: list[str]) -> None:
         async with AsyncExitStack() as stack:
-            sandbox = await stack.enter_async_context(SandboxPool(SandboxSettings(workers=sandbox_workers)))
+            sandbox = await stack.enter_async_context(SandboxPool(SandboxSettings(zygotes=sandbox_zygotes)))
             pool = await stack.enter_async_context(EndpointPool.open(urls))
             archive = stack.enter_context(WorldMemory.open(memory or out / "memory.sqlite"))
             run = DesignRun(uuid.uuid4().hex[:12], out, grounding, pool, sandbox, archive, settings, seed)

@@ -1,0 +1,427 @@
+"""The pool's handles on its sandbox processes: pipelined requests, and a reader that keeps time.
+
+Requests are written as soon as they are made and answered in order, so a process reads several requests
+per wake-up when several are queued. One reader task per process matches replies to requests and enforces
+deadlines: the request at the head of the queue has been running since the previous reply arrived (or
+since it was sent), and if it outlives its deadline the reader kills the process. The head request fails
+as the culprit; any others queued behind it fail as collateral.
+
+Two kinds of process: a `Zygote` (a confined fork server the pool starts, over pipes) and an
+`EpisodeProcess` (one episode, forked by a zygote, over the socket the zygote handed the pool, killed
+through its pidfd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from toolworlds.core import WorldBugError
+from toolworlds.sandbox.confine import Limits
+from toolworlds.sandbox.framing import HEADER, decode, encode
+
+
+class SandboxError(WorldBugError):
+    """A sandboxed world failed; `reason` says how (the engine records it as an infrastructure failure)."""
+
+    reason = "sandbox"
+    fatal = True
+
+
+class WorldTimeout(SandboxError):
+    reason = "timeout"
+
+
+class WorkerCrashed(SandboxError):
+    reason = "crash"
+
+
+class EpisodeLost(SandboxError):
+    """The process this request needed was gone, or was killed for a request ahead of it."""
+
+    reason = "worker_lost"
+
+
+class SandboxStartError(RuntimeError):
+    """A sandbox process could not start, or lacks a confinement layer the settings require."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What every sandbox process is told at start-up."""
+
+    limits: Limits = field(default_factory=Limits)
+    max_reply_bytes: int = 256 << 10  # a process refuses bigger replies itself; the pool kills one that lies
+    # After answering, an episode polls this long for its next request before it sleeps: on a VM an idle
+    # vCPU takes hundreds of microseconds to wake (see benchmarks/sandbox_step.py).
+    spin_seconds: float = 0.0003
+    startup_seconds: float = 30.0
+
+
+@dataclass
+class _Pending:
+    op: str
+    deadline: float
+    sent: float
+    done: anyio.Event = field(default_factory=anyio.Event)
+    reply: Any = None
+    failure: SandboxError | None = None
+
+    def resolve(self, reply: Any = None, failure: SandboxError | None = None) -> None:
+        self.reply, self.failure = reply, failure
+        self.done.set()
+
+
+class SandboxProcess:
+    """A channel to one confined process. Run `read_replies` and `write_backlog` in tasks, then `request`."""
+
+    def __init__(self, reads: int, writes: int, max_reply_bytes: int) -> None:
+        self.max_reply_bytes = max_reply_bytes
+        self.alive = True
+        self.ended = ""
+        self._input = writes
+        self._output = reads
+        # Raw non-blocking descriptors woken by anyio.wait_readable: the event loop's stream transports
+        # cost several times more per round trip, and a step is a few hundred bytes.
+        os.set_blocking(self._input, False)
+        os.set_blocking(self._output, False)
+        self._buffer = bytearray()
+        self._pending: deque[_Pending] = deque()
+        self._has_pending = anyio.Event()
+        self._outgoing = bytearray()
+        self._backlog = anyio.Event()
+        self._last_reply = 0.0
+        self._overdue = ""
+
+    async def request(self, message: dict[str, Any], deadline: float) -> Any:
+        """Send one request and wait for its reply; raises the `SandboxError` that ended the process."""
+        if not self.alive:
+            raise EpisodeLost(f"the sandbox process was {self.ended} before {message['op']}")
+        # No await between queueing and writing: a request is on the wire (or in the outgoing buffer, in
+        # order) as soon as it is queued, so a caller cancelled later only abandons its reply.
+        pending = _Pending(message["op"], deadline, time.monotonic())
+        self._pending.append(pending)
+        self._has_pending.set()
+        self._outgoing += encode(message)
+        self._flush()
+        await pending.done.wait()
+        if pending.failure is not None:
+            raise pending.failure
+        return pending.reply
+
+    def _flush(self) -> None:
+        """Write what the channel takes now; a full one leaves the rest to `write_backlog`."""
+        if not self._outgoing:
+            return
+        try:
+            written = os.write(self._input, self._outgoing)
+        except BlockingIOError:
+            written = 0
+        except OSError:  # a dead process: the reader sees its closed channel and fails every pending request
+            self._outgoing.clear()
+            return
+        del self._outgoing[:written]
+        if self._outgoing:
+            self._backlog.set()
+
+    async def write_backlog(self) -> None:
+        """Finish writing frames a full channel refused (a 64 KB world source, a burst of requests)."""
+        while self.alive:
+            if not self._outgoing:
+                self._backlog = anyio.Event()
+                await self._backlog.wait()
+                continue
+            try:
+                await anyio.wait_writable(self._input)
+            except anyio.ClosedResourceError:
+                return
+            self._flush()
+
+    async def read_replies(self) -> None:
+        """Match replies to requests until the process ends (the pool's watchdog kills one that overruns)."""
+        while self.alive:
+            if not self._pending:
+                self._has_pending = anyio.Event()
+                await self._has_pending.wait()
+                continue
+            head = self._pending[0]
+            try:
+                reply = self._buffered_frame()
+                if reply is _INCOMPLETE:
+                    await self._fill()
+                    continue
+            except anyio.ClosedResourceError:  # closed under a waiting request: its caller gave up on it
+                self._abandon(f"the {self.kind} was closed")
+                return
+            except (anyio.EndOfStream, OSError):
+                if self._overdue:
+                    await self._fail(WorldTimeout, self._overdue)
+                else:
+                    await self._fail(WorkerCrashed, f"the {self.kind} died during {head.op}")
+                return
+            except (_ProtocolBroken, ValueError) as error:
+                await self._fail(WorkerCrashed, f"the {self.kind} broke the protocol during {head.op}: {error}")
+                return
+            self._last_reply = time.monotonic()
+            self._pending.popleft().resolve(reply=reply)
+
+    def overdue(self, now: float) -> bool:
+        """Kill the process if its head request has run past its deadline (the pool's watchdog asks).
+
+        The head request has been running since it was sent, or since the reply before it, whichever is
+        later. Its reader then finds the channel closed and fails the request as a timeout.
+        """
+        if not self.alive or not self._pending or self._overdue:
+            return False
+        head = self._pending[0]
+        if now - max(head.sent, self._last_reply) <= head.deadline:
+            return False
+        self._overdue = f"{head.op} ran past its {head.deadline:g} s deadline"
+        self._signal()
+        return True
+
+    kind = "sandbox process"
+
+    async def _fail(self, kind: type[SandboxError], what: str) -> None:
+        ended = await self.kill()
+        head = self._pending.popleft()
+        head.resolve(failure=kind(f"{what}; the {self.kind} was {ended}"))
+        self._abandon(f"an earlier {head.op} killed the {self.kind}")
+
+    def _abandon(self, why: str) -> None:
+        while self._pending:
+            self._pending.popleft().resolve(failure=EpisodeLost(why))
+
+    async def kill(self) -> str:
+        """Kill the process (and what it started) and wait until it is gone; returns how it ended, in words."""
+        if not self.alive:
+            return self.ended
+        self.alive = False
+        self._has_pending.set()
+        self._backlog.set()
+        with anyio.CancelScope(shield=True):
+            self.ended = await self._terminate()
+        return self.ended
+
+    def _signal(self) -> None:
+        """Send SIGKILL to the process (and whatever belongs to it), without waiting."""
+        raise NotImplementedError
+
+    async def _terminate(self) -> str:
+        raise NotImplementedError
+
+    async def _send(self, message: Any) -> None:
+        view = memoryview(encode(message))
+        while view:
+            try:
+                view = view[os.write(self._input, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self._input)
+
+    def _buffered_frame(self) -> Any:
+        """The next whole frame already read, decoded, or `_INCOMPLETE`; replies often arrive in batches."""
+        if len(self._buffer) < HEADER.size:
+            return _INCOMPLETE
+        (size,) = HEADER.unpack_from(self._buffer)
+        if size > self.max_reply_bytes:
+            raise _ProtocolBroken(f"a {size:,}-byte reply, over the {self.max_reply_bytes:,} cap")
+        if len(self._buffer) < HEADER.size + size:
+            return _INCOMPLETE
+        body = bytes(self._buffer[HEADER.size : HEADER.size + size])
+        del self._buffer[: HEADER.size + size]
+        return decode(body)
+
+    async def _fill(self) -> None:
+        """Read whatever the process has written, waiting until there is something."""
+        while True:
+            try:
+                chunk = os.read(self._output, 1 << 16)
+            except BlockingIOError:
+                await anyio.wait_readable(self._output)
+                continue
+            if not chunk:
+                raise anyio.EndOfStream
+            self._buffer += chunk
+            return
+
+    async def _receive_frame(self) -> Any:
+        while (frame := self._buffered_frame()) is _INCOMPLETE:
+            await self._fill()
+        return frame
+
+
+class Zygote(SandboxProcess):
+    """The fork server: `spawn` starts one and waits for its confinement report, `fork` makes episodes."""
+
+    kind = "zygote"
+
+    def __init__(
+        self, process: subprocess.Popen[bytes], workdir: Path, handover: socket.socket, settings: WorkerSettings
+    ) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        super().__init__(process.stdout.fileno(), process.stdin.fileno(), settings.max_reply_bytes)
+        self.process = process
+        self.workdir = workdir
+        self.handover = handover
+        self.settings = settings
+        self.confinement: dict[str, Any] = {}
+        self.compiled: set[int] = set()
+        self.forking = 0
+        self._handed: dict[int, tuple[int, int]] = {}
+
+    @classmethod
+    async def spawn(cls, root: Path, settings: WorkerSettings) -> Zygote:
+        """Start a zygote and wait for its confinement report."""
+        workdir = Path(tempfile.mkdtemp(prefix="zygote-", dir=root))
+        environment = {"PATH": os.defpath, "LANG": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        if "PYTHONPATH" in os.environ:  # how this interpreter finds spadework; not a secret
+            environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-s", "-m", "toolworlds.sandbox.zygote", str(theirs.fileno())],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                cwd=workdir,
+                env=environment,  # nothing of ours (API keys, tokens) is inherited
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,  # its own process group, so one killpg takes every episode it forked
+            )
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        zygote = cls(process, workdir, ours, settings)
+        setup = {"workdir": str(workdir), "parent": os.getpid(), **asdict(settings)}
+        try:
+            with anyio.fail_after(settings.startup_seconds):
+                await zygote._send(setup)
+                reply = await zygote._receive_frame()
+        except (TimeoutError, OSError, anyio.EndOfStream, _ProtocolBroken) as error:
+            ended = await zygote.kill()
+            raise SandboxStartError(f"a sandbox zygote failed to start ({ended}): {error!r}") from None
+        if not isinstance(reply, dict) or "ok" not in reply:
+            await zygote.kill()
+            detail = reply.get("error") if isinstance(reply, dict) else reply
+            raise SandboxStartError(f"a sandbox zygote failed to start: {detail}")
+        zygote.confinement = reply["ok"]
+        return zygote
+
+    def take_handover(self, episode: int) -> tuple[int, int]:
+        """The socket and pidfd the zygote sent for `episode` (sent before its reply to that `spawn`).
+
+        Replies wake their callers in any order, so hand-overs read for another episode wait for it.
+        """
+        while episode not in self._handed:
+            try:
+                message, descriptors, _, _ = socket.recv_fds(self.handover, 64, 2)
+            except BlockingIOError:
+                raise WorkerCrashed(f"the zygote replied to spawn {episode} without handing it over") from None
+            if len(descriptors) != 2 or not message.isdigit():
+                for descriptor in descriptors:
+                    os.close(descriptor)
+                raise WorkerCrashed(f"the zygote handed over {message!r} with {len(descriptors)} descriptors")
+            self._handed[int(message)] = (descriptors[0], descriptors[1])
+        return self._handed.pop(episode)
+
+    async def stop(self, grace: float = 5.0) -> str:
+        """Close the zygote's input and let it exit once its episode processes are gone (the pool kills them
+        first); kill its whole session if it is not gone within `grace` seconds."""
+        if self.alive and self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+            with anyio.move_on_after(grace):
+                while self.process.poll() is None:
+                    await anyio.sleep(0.002)
+        return await self.kill()
+
+    def _signal(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    async def _terminate(self) -> str:
+        self._signal()
+        while self.process.poll() is None:
+            await anyio.sleep(0.002)
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self.handover.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        code = self.process.returncode
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+
+
+class EpisodeProcess(SandboxProcess):
+    """One episode's process, reached over the socket its zygote handed over; killed through its pidfd."""
+
+    kind = "episode process"
+
+    def __init__(self, channel: int, pidfd: int, pid: int, max_reply_bytes: int) -> None:
+        super().__init__(channel, channel, max_reply_bytes)
+        self.pidfd = pidfd
+        self.pid = pid
+        self.killed = False
+
+    async def first_frame(self, deadline: float) -> Any:
+        """The load report the process sends unasked; a process that overruns `deadline` is killed."""
+        try:
+            with anyio.fail_after(deadline):
+                return await self._receive_frame()
+        except TimeoutError:
+            raise WorldTimeout(
+                f"load ran past its {deadline:g} s deadline; the {self.kind} was {await self.kill()}"
+            ) from None
+        except anyio.ClosedResourceError:
+            raise EpisodeLost(f"the {self.kind} was closed while it loaded") from None
+        except (anyio.EndOfStream, OSError, _ProtocolBroken, ValueError) as error:
+            raise WorkerCrashed(f"the {self.kind} died during load ({error!r}); it was {await self.kill()}") from None
+
+    def close(self) -> None:
+        """End the episode now: SIGKILL, no finaliser of the world runs; the zygote's kernel reaps it."""
+        if self.alive:
+            self.alive = False
+            self._has_pending.set()
+            self._backlog.set()
+            self._signal()
+            self._release()
+            self.ended = "closed"
+
+    def _signal(self) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        self.killed = True
+
+    def _release(self) -> None:
+        anyio.notify_closing(
+            self._output
+        )  # a reader waiting on the socket wakes, instead of waiting on a reused number
+        for descriptor in (self._output, self.pidfd):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+
+    async def _terminate(self) -> str:
+        self._signal()
+        with anyio.move_on_after(5):
+            await anyio.wait_readable(self.pidfd)  # readable once the process has exited
+        self._release()
+        return "killed by SIGKILL"
+
+
+_INCOMPLETE = object()
+
+
+class _ProtocolBroken(Exception):
+    pass
