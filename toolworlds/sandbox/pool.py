@@ -158,7 +158,7 @@ class SandboxPool:
         """The layers an episode process actually holds (what world code runs under), checked against `require`."""
         process = await self._fork(await self._pick_zygote(), None)
         try:
-            report = self._unwrap(await process.first_frame(self.settings.deadlines.load), "probe")["confinement"]
+            report = self._unwrap(await process.first_frame(), "probe")["confinement"]
         finally:
             self._close(process)
         lacking = self.settings.require - set(report["layers"])
@@ -275,7 +275,7 @@ class SandboxPool:
                 raise
         process = await self._fork(zygote, world_id)
         try:
-            first = await self._failing(process.first_frame(self.settings.deadlines.load), world_id, "load")
+            first = await self._failing(process.first_frame(), world_id, "load")
             payload = self._unwrap(first, "load")
         except BaseException:
             self._close(process)
@@ -293,11 +293,11 @@ class SandboxPool:
             channel, pidfd = zygote.take_handover(episode)
         finally:
             zygote.forking -= 1
-        process = EpisodeProcess(channel, pidfd, int(reply["pid"]), self.settings.process.max_reply_bytes)
+        settings = self.settings
+        process = EpisodeProcess(
+            channel, pidfd, int(reply["pid"]), settings.process.max_reply_bytes, settings.deadlines.load
+        )
         self._episodes.add(process)
-        assert self._tasks is not None
-        self._tasks.start_soon(process.read_replies)
-        self._tasks.start_soon(process.write_backlog)
         return process
 
     def _close(self, process: EpisodeProcess, world: int | None = None) -> None:
@@ -358,11 +358,7 @@ class SandboxPool:
         return min(self._zygotes, key=lambda zygote: zygote.forking)
 
     async def _add_zygote(self) -> None:
-        zygote = await Zygote.spawn(self._root, self.settings.process)
-        assert self._tasks is not None
-        self._tasks.start_soon(zygote.read_replies)
-        self._tasks.start_soon(zygote.write_backlog)
-        self._zygotes.append(zygote)
+        self._zygotes.append(await Zygote.spawn(self._root, self.settings.process))
 
 
 def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -388,7 +384,8 @@ class SandboxEpisode:
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
         reply = await self._request("step", action=action.model_dump(mode="json"))
-        return _parsed(_STEP, reply, "step")
+        parsed = _parsed(_STEP, reply, "step")
+        return StepResult.model_construct(**dict(parsed))
 
     async def grade(self) -> tuple[float, str]:
         reply = _parsed(_GRADE, await self._request("grade"), "grade")
@@ -407,6 +404,17 @@ class SandboxEpisode:
             self._pool._close(self._process, self.world.id)
 
 
+class _StepReply(BaseModel):
+    """A `StepResult`'s shape. The reply was decoded from JSON, so its values need no walk as `JsonValue`
+    (which costs more than the rest of a step's round trip in this process)."""
+
+    observation: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
 class _Grade(BaseModel):
     score: float = Field(ge=0, le=1)
     summary: str
@@ -414,7 +422,7 @@ class _Grade(BaseModel):
 
 T = TypeVar("T")
 _TASK = TypeAdapter(Task)
-_STEP = TypeAdapter(StepResult)
+_STEP = TypeAdapter(_StepReply)
 _GRADE = TypeAdapter(_Grade)
 _SOLUTION: TypeAdapter[list[ToolCall | Finish]] = TypeAdapter(list[Action])
 _SNAPSHOT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])

@@ -72,21 +72,23 @@ class WorkerSettings:
 
 
 @dataclass
-class _Pending:
+class _InFlight:
+    """A request the process has not answered yet (its caller may have stopped waiting)."""
+
     op: str
     deadline: float
     sent: float
-    done: anyio.Event = field(default_factory=anyio.Event)
-    reply: Any = None
-    failure: SandboxError | None = None
-
-    def resolve(self, reply: Any = None, failure: SandboxError | None = None) -> None:
-        self.reply, self.failure = reply, failure
-        self.done.set()
 
 
 class SandboxProcess:
-    """A channel to one confined process. Run `read_replies` and `write_backlog` in tasks, then `request`."""
+    """A channel to one confined process: one request at a time, read by the caller that made it.
+
+    A caller cancelled while its request runs only abandons the reply: the request stays in flight, and
+    the next caller reads and drops that reply before its own. The pool's watchdog (`overdue`) keeps every
+    deadline, so waiting costs no timer per call, and no reader task per process.
+    """
+
+    kind = "sandbox process"
 
     def __init__(self, reads: int, writes: int, max_reply_bytes: int) -> None:
         self.max_reply_bytes = max_reply_bytes
@@ -99,119 +101,89 @@ class SandboxProcess:
         os.set_blocking(self._input, False)
         os.set_blocking(self._output, False)
         self._buffer = bytearray()
-        self._pending: deque[_Pending] = deque()
-        self._has_pending = anyio.Event()
         self._outgoing = bytearray()
-        self._backlog = anyio.Event()
+        self._in_flight: deque[_InFlight] = deque()
+        self._turn = anyio.Lock(fast_acquire=True)
         self._last_reply = 0.0
         self._overdue = ""
 
     async def request(self, message: dict[str, Any], deadline: float) -> Any:
         """Send one request and wait for its reply; raises the `SandboxError` that ended the process."""
-        if not self.alive:
-            raise EpisodeLost(f"the sandbox process was {self.ended} before {message['op']}")
-        # No await between queueing and writing: a request is on the wire (or in the outgoing buffer, in
-        # order) as soon as it is queued, so a caller cancelled later only abandons its reply.
-        pending = _Pending(message["op"], deadline, time.monotonic())
-        self._pending.append(pending)
-        self._has_pending.set()
-        self._outgoing += encode(message)
-        self._flush()
-        await pending.done.wait()
-        if pending.failure is not None:
-            raise pending.failure
-        return pending.reply
+        async with self._turn:
+            if not self.alive:
+                raise EpisodeLost(f"the {self.kind} was {self.ended} before {message['op']}")
+            mine = _InFlight(message["op"], deadline, time.monotonic())
+            self._in_flight.append(mine)
+            self._outgoing += encode(message)
+            await self._write()
+            return await self._reply_to(mine)
 
-    def _flush(self) -> None:
-        """Write what the channel takes now; a full one leaves the rest to `write_backlog`."""
-        if not self._outgoing:
-            return
-        try:
-            written = os.write(self._input, self._outgoing)
-        except BlockingIOError:
-            written = 0
-        except OSError:  # a dead process: the reader sees its closed channel and fails every pending request
-            self._outgoing.clear()
-            return
-        del self._outgoing[:written]
-        if self._outgoing:
-            self._backlog.set()
-
-    async def write_backlog(self) -> None:
-        """Finish writing frames a full channel refused (a 64 KB world source, a burst of requests)."""
-        while self.alive:
-            if not self._outgoing:
-                self._backlog = anyio.Event()
-                await self._backlog.wait()
-                continue
+    async def _write(self) -> None:
+        """Write every queued byte, waiting while the channel is full (a 64 KB world source)."""
+        while self._outgoing:
             try:
-                await anyio.wait_writable(self._input)
-            except anyio.ClosedResourceError:
+                written = os.write(self._input, self._outgoing)
+            except BlockingIOError:
+                written = 0
+            except OSError:  # a dead process: reading its reply finds the channel closed
+                self._outgoing.clear()
                 return
-            self._flush()
+            del self._outgoing[:written]
+            if self._outgoing:
+                try:
+                    await anyio.wait_writable(self._input)
+                except anyio.ClosedResourceError:
+                    return
 
-    async def read_replies(self) -> None:
-        """Match replies to requests until the process ends (the pool's watchdog kills one that overruns)."""
-        while self.alive:
-            if not self._pending:
-                self._has_pending = anyio.Event()
-                await self._has_pending.wait()
-                continue
-            head = self._pending[0]
+    async def _reply_to(self, mine: _InFlight) -> Any:
+        """Read replies in order, dropping abandoned ones, until `mine`; a dead process fails it."""
+        while True:
+            head = self._in_flight[0]
             try:
-                reply = self._buffered_frame()
-                if reply is _INCOMPLETE:
+                frame = self._buffered_frame()
+                if frame is _INCOMPLETE:
                     await self._fill()
                     continue
-            except anyio.ClosedResourceError:  # closed under a waiting request: its caller gave up on it
-                self._abandon(f"the {self.kind} was closed")
-                return
+            except anyio.ClosedResourceError:  # closed while we waited: the episode was closed under us
+                raise EpisodeLost(f"the {self.kind} was closed during {mine.op}") from None
             except (anyio.EndOfStream, OSError):
-                if self._overdue:
-                    await self._fail(WorldTimeout, self._overdue)
-                else:
-                    await self._fail(WorkerCrashed, f"the {self.kind} died during {head.op}")
-                return
+                failure = self._ended_by(head)
+                await self.kill()
+                raise (failure if head is mine else EpisodeLost(f"{failure}; before {mine.op}")) from None
             except (_ProtocolBroken, ValueError) as error:
-                await self._fail(WorkerCrashed, f"the {self.kind} broke the protocol during {head.op}: {error}")
-                return
+                failure = WorkerCrashed(f"the {self.kind} broke the protocol during {head.op}: {error}")
+                await self.kill()
+                raise failure from None
+            self._in_flight.popleft()
             self._last_reply = time.monotonic()
-            self._pending.popleft().resolve(reply=reply)
+            if head is mine:
+                return frame
+
+    def _ended_by(self, head: _InFlight) -> SandboxError:
+        if self._overdue:
+            return WorldTimeout(f"{self._overdue}; the {self.kind} was killed by SIGKILL")
+        return WorkerCrashed(f"the {self.kind} died during {head.op}")
 
     def overdue(self, now: float) -> bool:
-        """Kill the process if its head request has run past its deadline (the pool's watchdog asks).
+        """Kill the process if its oldest unanswered request has run past its deadline (the watchdog asks).
 
-        The head request has been running since it was sent, or since the reply before it, whichever is
-        later. Its reader then finds the channel closed and fails the request as a timeout.
+        A request runs from when it was sent, or from the reply before it, whichever is later. Whoever
+        waits for a reply then finds the channel closed, and fails as a timeout.
         """
-        if not self.alive or not self._pending or self._overdue:
+        if not self.alive or not self._in_flight or self._overdue:
             return False
-        head = self._pending[0]
+        head = self._in_flight[0]
         if now - max(head.sent, self._last_reply) <= head.deadline:
             return False
         self._overdue = f"{head.op} ran past its {head.deadline:g} s deadline"
         self._signal()
         return True
 
-    kind = "sandbox process"
-
-    async def _fail(self, kind: type[SandboxError], what: str) -> None:
-        ended = await self.kill()
-        head = self._pending.popleft()
-        head.resolve(failure=kind(f"{what}; the {self.kind} was {ended}"))
-        self._abandon(f"an earlier {head.op} killed the {self.kind}")
-
-    def _abandon(self, why: str) -> None:
-        while self._pending:
-            self._pending.popleft().resolve(failure=EpisodeLost(why))
-
     async def kill(self) -> str:
         """Kill the process (and what it started) and wait until it is gone; returns how it ended, in words."""
         if not self.alive:
             return self.ended
         self.alive = False
-        self._has_pending.set()
-        self._backlog.set()
         with anyio.CancelScope(shield=True):
             self.ended = await self._terminate()
         return self.ended
@@ -369,32 +341,23 @@ class EpisodeProcess(SandboxProcess):
 
     kind = "episode process"
 
-    def __init__(self, channel: int, pidfd: int, pid: int, max_reply_bytes: int) -> None:
+    def __init__(self, channel: int, pidfd: int, pid: int, max_reply_bytes: int, load_deadline: float) -> None:
         super().__init__(channel, channel, max_reply_bytes)
         self.pidfd = pidfd
         self.pid = pid
-        self.killed = False
+        # The process speaks first, unasked: whether it loaded the world (the watchdog times the load).
+        self._loading = _InFlight("load", load_deadline, time.monotonic())
+        self._in_flight.append(self._loading)
 
-    async def first_frame(self, deadline: float) -> Any:
-        """The load report the process sends unasked; a process that overruns `deadline` is killed."""
-        try:
-            with anyio.fail_after(deadline):
-                return await self._receive_frame()
-        except TimeoutError:
-            raise WorldTimeout(
-                f"load ran past its {deadline:g} s deadline; the {self.kind} was {await self.kill()}"
-            ) from None
-        except anyio.ClosedResourceError:
-            raise EpisodeLost(f"the {self.kind} was closed while it loaded") from None
-        except (anyio.EndOfStream, OSError, _ProtocolBroken, ValueError) as error:
-            raise WorkerCrashed(f"the {self.kind} died during load ({error!r}); it was {await self.kill()}") from None
+    async def first_frame(self) -> Any:
+        """The load report: the world's declared tools, or why it did not load."""
+        async with self._turn:
+            return await self._reply_to(self._loading)
 
     def close(self) -> None:
         """End the episode now: SIGKILL, no finaliser of the world runs; the zygote's kernel reaps it."""
         if self.alive:
             self.alive = False
-            self._has_pending.set()
-            self._backlog.set()
             self._signal()
             self._release()
             self.ended = "closed"
@@ -402,12 +365,9 @@ class EpisodeProcess(SandboxProcess):
     def _signal(self) -> None:
         with contextlib.suppress(ProcessLookupError, OSError):
             signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-        self.killed = True
 
     def _release(self) -> None:
-        anyio.notify_closing(
-            self._output
-        )  # a reader waiting on the socket wakes, instead of waiting on a reused number
+        anyio.notify_closing(self._output)  # a caller waiting on the socket wakes, not on a reused number
         for descriptor in (self._output, self.pidfd):
             with contextlib.suppress(OSError):
                 os.close(descriptor)

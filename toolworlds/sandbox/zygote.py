@@ -15,6 +15,7 @@ before it runs any: no processes of its own, no writes, signals to itself only, 
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -105,6 +106,10 @@ def serve(requests: int, replies: int, handover: int) -> None:
     tempfile.tempdir = str(workdir)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # episode processes are reaped by the kernel; pidfds stay valid
     zygote = Zygote(socket.socket(fileno=handover), limits, report, setup)
+    # Everything loaded so far is permanent: an episode's garbage collector never walks (and so never
+    # copies the pages of) the preloaded libraries it shares with the zygote.
+    gc.collect()
+    gc.freeze()
     write_frame(replies, {"ok": {"pid": os.getpid(), "layers": report.layers, "missing": report.missing}})
     while True:
         try:
