@@ -121,6 +121,55 @@ def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
     assert all(r["reward"] == 1.0 for r in records)  # the oracle script solves the sandboxed world
 
 
+def children_of(parent: int) -> list[int]:
+    """Live processes whose parent is `parent`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] != "Z":  # field 4 of stat: the parent; 3: the state
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("target", ["episodes", "zygote"])
+def test_kill_9_of_a_world_process_is_an_infra_failure_and_loses_nothing(tmp_path: Path, target: str) -> None:
+    """Kill the sandbox's episode processes (or their zygote) mid-run: the episodes they held (and, the world
+    being quarantined, those after) end as infrastructure failures with no reward; every record written
+    before stays as it was."""
+    world = tmp_path / "library.py"
+    world.write_text(Path("toolworlds/examples/library.py").read_text())
+    episodes = tmp_path / "run" / "episodes.jsonl"
+    with mock_model("--world", f"{world}:LibraryWorld", "--latency", "0.05") as url:
+        command = [*SPADEWORK, "rollout", "--world", str(world), "--endpoint", url, "--out", str(tmp_path / "run"),
+                   "--no-progress", "--tasks", "40", "--concurrency", "2"]  # fmt: skip
+        rollout = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=WIDE)
+        wait_for_lines(episodes, 3)
+        before = episodes.read_bytes()
+        zygote = next(
+            pid for pid in children_of(rollout.pid) if b"sandbox.zygote" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        )
+        victims = children_of(zygote) if target == "episodes" else [zygote]  # episodes: those playing, the spare
+        assert victims
+        for victim in victims:
+            os.kill(victim, signal.SIGKILL)
+        _, errors = rollout.communicate(timeout=120)
+    assert rollout.returncode == 0, errors
+    after = episodes.read_bytes()
+    assert after.startswith(before), "records written before the kill must stay as they were"
+    records = [json.loads(line) for line in after.splitlines()]
+    assert sorted(record["key"]["seed"] for record in records) == list(range(40))
+    failed = [record for record in records if record["status"] != "ok"]
+    assert failed, "the kill must have cost an episode"
+    assert {record["status"] for record in failed} == {"infra_error"}
+    assert {record["cause"] for record in failed} <= {"world_crash", "world_quarantined", "world_worker_lost"}
+    assert all(record["reward"] is None for record in failed)
+    assert all(record["reward"] == 1.0 for record in records if record["status"] == "ok")
+
+
 def test_a_model_written_file_that_does_not_load_is_a_clear_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken.py"
     broken.write_text(Path("toolworlds/examples/library.py").read_text() + "\nraise RuntimeError('no luck')\n")

@@ -2,8 +2,8 @@
 
 Every attack is run *past* the static policy, straight into the sandbox, because the sandbox is the
 boundary; the policy is only asked afterwards how many it would have stopped. `expect` lists the outcomes
-that count as contained: `world_bug` (the attack raised inside the worker), `timeout` / `crash` (the pool
-killed the worker), `load_error`, or `ran` (it finished, and the checks show it achieved nothing).
+that count as contained: `world_bug` (the attack raised inside its episode process), `timeout` / `crash` (the pool
+killed the process), `load_error`, or `ran` (it finished, and the checks show it achieved nothing).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ CORPUS = [
         HANGS,
         step="import sys\nsys.setrecursionlimit(10**7)\ndef down(n):\n    return down(n + 1)\ndown(0)",
     ),
-    # -- the worker itself and the protocol --------------------------------------------------------------
+    # -- the sandbox process itself and the protocol --------------------------------------------------------------
     _attack("flood stdout", "ran", step='for _ in range(2000):\n    print("x" * 10_000)'),
     _attack(
         "flood fd 1 and 2",
