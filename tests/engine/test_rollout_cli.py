@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.conftest import mock_model
+from tests.procfs import process_stats
 from tests.servers import SPADEWORK
 
 WIDE = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}
@@ -122,17 +123,8 @@ def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
 
 
 def children_of(parent: int) -> list[int]:
-    """Live processes whose parent is `parent`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent and fields[0] != "Z":  # field 4 of stat: the parent; 3: the state
-                found.append(int(entry.name))
-    return found
+    """Live (not zombie) processes whose parent is `parent`."""
+    return [pid for pid, fields in process_stats() if int(fields[1]) == parent and fields[0] != "Z"]
 
 
 @pytest.mark.parametrize("target", ["episodes", "zygote"])

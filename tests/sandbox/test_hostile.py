@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.procfs import process_stats
 from tests.sandbox.conftest import FAST_DEADLINES, play_library
 from tests.sandbox.hostile import CORPUS, Hostile
 from toolworlds.core import Finish, ToolCall
@@ -124,16 +125,11 @@ async def test_no_process_outlives_the_pool(host: Host) -> None:
 
 
 def sessions_with_processes(sessions: set[int]) -> dict[int, list[int]]:
-    """Processes still alive in any of `sessions` (each worker leads its own), by session."""
+    """Processes still alive in any of `sessions` (each zygote leads its own), by session."""
     found: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) in sessions:  # field 6 of stat: the session id
-                found.setdefault(int(fields[3]), []).append(int(entry.name))
+    for pid, fields in process_stats():
+        if int(fields[3]) in sessions:
+            found.setdefault(int(fields[3]), []).append(pid)
     return found
 
 
