@@ -329,7 +329,11 @@ class SandboxPool:
         except (WorldTimeout, WorkerCrashed) as failure:
             self.killed += 1
             if world_id in self._worlds:
-                self._worlds[world_id].quarantined = str(failure)
+                world = self._worlds[world_id]
+                world.quarantined = str(failure)
+                for spare in world.spares:  # no episode will take them now
+                    self._close(spare)
+                world.spares.clear()
             log.warning("sandbox process killed", op=op, world=world_id, reason=failure.reason, detail=str(failure))
             raise
 
