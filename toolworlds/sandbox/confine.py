@@ -59,7 +59,7 @@ def confine(workdir: Path, limits: Limits, parent: int) -> Confinement:
     """
     report = Confinement()
     _die_with_parent(parent)
-    _rlimits(limits, report, processes=False)
+    _rlimits(limits, report)
     _network_namespace(report)
     ruleset = _prepare_filesystem(workdir, report)  # needs the paths still reachable: before the uid drop
     _drop_privileges(workdir, report)
@@ -78,7 +78,7 @@ def confine_episode(limits: Limits, zygote: Confinement, parent: int) -> Confine
     """
     report = Confinement(dict(zygote.layers), dict(zygote.missing))
     _die_with_parent(parent)  # a fork clears the parent-death signal
-    _rlimits(limits, report, processes=True)
+    _set_rlimit(report, "processes", resource.RLIMIT_NPROC, limits.processes)  # the rest are inherited
     try:
         abi = landlock.read_only_and_alone()
         report.held("landlock", f"{report.layers.get('landlock', 'ABI ' + str(abi))}; episode: no writes, alone")
@@ -94,22 +94,20 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _rlimits(limits: Limits, report: Confinement, *, processes: bool) -> None:
-    wanted = {
-        "address space": (resource.RLIMIT_AS, limits.address_space),
-        "cpu": (resource.RLIMIT_CPU, limits.cpu_seconds),
-        "open files": (resource.RLIMIT_NOFILE, limits.open_files),
-        "file size": (resource.RLIMIT_FSIZE, limits.file_size),
-        "core": (resource.RLIMIT_CORE, 0),
-    }
-    if processes:
-        wanted["processes"] = (resource.RLIMIT_NPROC, limits.processes)
-    for name, (which, value) in wanted.items():
-        try:
-            resource.setrlimit(which, (value, value))
-            report.held(f"rlimit {name}", str(value))
-        except (ValueError, OSError) as error:
-            report.lacked(f"rlimit {name}", str(error))
+def _rlimits(limits: Limits, report: Confinement) -> None:
+    _set_rlimit(report, "address space", resource.RLIMIT_AS, limits.address_space)
+    _set_rlimit(report, "cpu", resource.RLIMIT_CPU, limits.cpu_seconds)
+    _set_rlimit(report, "open files", resource.RLIMIT_NOFILE, limits.open_files)
+    _set_rlimit(report, "file size", resource.RLIMIT_FSIZE, limits.file_size)
+    _set_rlimit(report, "core", resource.RLIMIT_CORE, 0)
+
+
+def _set_rlimit(report: Confinement, name: str, which: int, value: int) -> None:
+    try:
+        resource.setrlimit(which, (value, value))
+        report.held(f"rlimit {name}", str(value))
+    except (ValueError, OSError) as error:
+        report.lacked(f"rlimit {name}", str(error))
 
 
 def _unshare(flags: int) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +19,6 @@ from toolworlds.sandbox.confine import Confinement, Limits, confine_episode
 from toolworlds.sandbox.framing import FrameError, FrameReader, encode, write_all
 
 CHANNEL = 3  # the episode's socket, moved here; every other inherited descriptor above 2 is closed
-# Replies computed in one batch are written together, but never held back longer than this.
-FLUSH_SECONDS = 0.001
 
 
 class EpisodeHost:
@@ -32,7 +29,7 @@ class EpisodeHost:
         self.world: Any = None
         self.ops: dict[str, Callable[[dict[str, Any]], Any]] = {
             "reset": self.reset, "step": self.step, "grade": self.grade, "solution": self.solution,
-            "snapshot": self.snapshot, "ping": self.ping,
+            "snapshot": self.snapshot,
         }  # fmt: skip
 
     def load(self, code: types.CodeType, module_name: str) -> dict[str, Any]:
@@ -84,9 +81,6 @@ class EpisodeHost:
     def snapshot(self, request: dict[str, Any]) -> Any:
         return self.world.snapshot()
 
-    def ping(self, request: dict[str, Any]) -> Any:
-        return {"pid": os.getpid()}
-
     def answer(self, request: dict[str, Any]) -> bytes:
         """The encoded reply to one request; nothing a world does makes this raise."""
         try:
@@ -133,21 +127,14 @@ def run_episode(
 
 
 def serve(host: EpisodeHost, spin: float) -> None:
-    """Answer requests in order until the pool closes the socket (or kills this process)."""
+    """Answer requests in order until the pool closes the socket (or kills this process).
+
+    The pool asks one thing at a time per episode, so there is nothing to batch: read, answer, write.
+    """
     incoming = FrameReader(CHANNEL, spin)
-    outgoing: list[bytes] = []
-    oldest = 0.0
     while True:
-        if not incoming.pending() and outgoing:  # about to wait: send what is done first
-            write_all(CHANNEL, b"".join(outgoing))
-            outgoing.clear()
         try:
             request = incoming.next()
         except FrameError:
             return
-        if not outgoing:
-            oldest = time.monotonic()
-        outgoing.append(host.answer(request))
-        if time.monotonic() - oldest > FLUSH_SECONDS:  # a long batch must not hold early replies back
-            write_all(CHANNEL, b"".join(outgoing))
-            outgoing.clear()
+        write_all(CHANNEL, host.answer(request))

@@ -56,7 +56,7 @@ def abi_version() -> int:
 
 
 def handled_fs_rights(abi: int) -> int:
-    return next(rights for version, rights in sorted(_RIGHTS_BY_ABI.items(), reverse=True) if abi >= version)
+    return next((rights for version, rights in sorted(_RIGHTS_BY_ABI.items(), reverse=True) if abi >= version), 0)
 
 
 def prepare(read_only: Iterable[Path], read_write: Iterable[Path]) -> tuple[int, int]:
@@ -67,15 +67,8 @@ def prepare(read_only: Iterable[Path], read_write: Iterable[Path]) -> tuple[int,
     paths are opened now, so prepare before dropping privileges that may be needed to reach them.
     """
     abi = abi_version()
-    if abi < 1:
-        raise OSError("landlock is not available in this kernel")
     handled = handled_fs_rights(abi)
-    attr = _RulesetAttr(
-        handled_access_fs=handled,
-        handled_access_net=(_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0,
-        scoped=(_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0,
-    )
-    ruleset = _syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    ruleset = _create_ruleset(handled, abi)
     try:
         for path, rights in [*((p, READ_ONLY) for p in read_only), *((p, handled) for p in read_write)]:
             _allow(ruleset, path, rights & handled)
@@ -93,15 +86,21 @@ def read_only_and_alone() -> int:
     reads, and cannot signal its zygote or a sibling. Returns the ABI version.
     """
     abi = abi_version()
+    enforce(_create_ruleset(handled_fs_rights(abi) & ~READ_ONLY, abi))
+    return abi
+
+
+def _create_ruleset(handled_fs: int, abi: int) -> int:
+    """A ruleset handling `handled_fs`, TCP bind and connect (ABI 4), and signal and abstract-socket scope
+    (ABI 6); every handled right is denied until a rule allows it."""
     if abi < 1:
         raise OSError("landlock is not available in this kernel")
     attr = _RulesetAttr(
-        handled_access_fs=handled_fs_rights(abi) & ~READ_ONLY,
+        handled_access_fs=handled_fs,
         handled_access_net=(_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0,
         scoped=(_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0,
     )
-    enforce(_syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0)))
-    return abi
+    return _syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
 
 
 def enforce(ruleset: int) -> None:

@@ -410,7 +410,7 @@ class SandboxEpisode:
 
 class _StepReply(BaseModel):
     """A `StepResult`'s shape. The reply was decoded from JSON, so its values need no walk as `JsonValue`
-    (which costs more than the rest of a step's round trip in this process)."""
+    (that walk was about a quarter of this process's side of a step, by py-spy)."""
 
     observation: Any
     reward: float

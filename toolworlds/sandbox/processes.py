@@ -1,10 +1,9 @@
-"""The pool's handles on its sandbox processes: pipelined requests, and a reader that keeps time.
+"""The pool's handles on its sandbox processes: one request at a time, and deadlines kept by a watchdog.
 
-Requests are written as soon as they are made and answered in order, so a process reads several requests
-per wake-up when several are queued. One reader task per process matches replies to requests and enforces
-deadlines: the request at the head of the queue has been running since the previous reply arrived (or
-since it was sent), and if it outlives its deadline the reader kills the process. The head request fails
-as the culprit; any others queued behind it fail as collateral.
+A request takes the channel's turn, writes its frame and reads replies in order until its own; a caller
+cancelled while waiting leaves its request in flight, and the next caller drops that reply first. No task
+waits per process: the pool's watchdog asks every process whether its oldest unanswered request is past its
+deadline (`overdue`), and kills it if so; whoever waits then finds the channel closed and fails.
 
 Two kinds of process: a `Zygote` (a confined fork server the pool starts, over pipes) and an
 `EpisodeProcess` (one episode, forked by a zygote, over the socket the zygote handed the pool, killed
@@ -195,14 +194,6 @@ class SandboxProcess:
     async def _terminate(self) -> str:
         raise NotImplementedError
 
-    async def _send(self, message: Any) -> None:
-        view = memoryview(encode(message))
-        while view:
-            try:
-                view = view[os.write(self._input, view) :]
-            except BlockingIOError:
-                await anyio.wait_writable(self._input)
-
     def _buffered_frame(self) -> Any:
         """The next whole frame already read, decoded, or `_INCOMPLETE`; replies often arrive in batches."""
         if len(self._buffer) < HEADER.size:
@@ -229,14 +220,9 @@ class SandboxProcess:
             self._buffer += chunk
             return
 
-    async def _receive_frame(self) -> Any:
-        while (frame := self._buffered_frame()) is _INCOMPLETE:
-            await self._fill()
-        return frame
-
 
 class Zygote(SandboxProcess):
-    """The fork server: `spawn` starts one and waits for its confinement report, `fork` makes episodes."""
+    """The fork server: `spawn` starts one; its `spawn` requests fork episodes, handed over by `take_handover`."""
 
     kind = "zygote"
 
@@ -248,8 +234,6 @@ class Zygote(SandboxProcess):
         self.process = process
         self.workdir = workdir
         self.handover = handover
-        self.settings = settings
-        self.confinement: dict[str, Any] = {}
         self.compiled: set[int] = set()
         self.forking = 0
         self._handed: dict[int, tuple[int, int]] = {}
@@ -276,19 +260,17 @@ class Zygote(SandboxProcess):
             theirs.close()
         ours.setblocking(False)
         zygote = cls(process, workdir, ours, settings)
-        setup = {"workdir": str(workdir), "parent": os.getpid(), **asdict(settings)}
+        setup = {"op": "setup", "workdir": str(workdir), "parent": os.getpid(), **asdict(settings)}
         try:
             with anyio.fail_after(settings.startup_seconds):
-                await zygote._send(setup)
-                reply = await zygote._receive_frame()
-        except (TimeoutError, OSError, anyio.EndOfStream, _ProtocolBroken) as error:
+                reply = await zygote.request(setup, settings.startup_seconds)
+        except (TimeoutError, SandboxError) as error:
             ended = await zygote.kill()
             raise SandboxStartError(f"a sandbox zygote failed to start ({ended}): {error!r}") from None
         if not isinstance(reply, dict) or "ok" not in reply:
             await zygote.kill()
             detail = reply.get("error") if isinstance(reply, dict) else reply
             raise SandboxStartError(f"a sandbox zygote failed to start: {detail}")
-        zygote.confinement = reply["ok"]
         return zygote
 
     def take_handover(self, episode: int) -> tuple[int, int]:

@@ -20,7 +20,6 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -58,7 +57,7 @@ class Zygote:
         self.setup = setup
         self.codes: dict[int, types.CodeType] = {}
         self.ops: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "compile": self.compile, "spawn": self.spawn, "forget": self.forget, "ping": self.ping,
+            "compile": self.compile, "spawn": self.spawn, "forget": self.forget,
         }  # fmt: skip
 
     def compile(self, request: dict[str, Any]) -> None:
@@ -84,9 +83,6 @@ class Zygote:
             os.close(pidfd)
         return {"pid": pid}
 
-    def ping(self, request: dict[str, Any]) -> Any:
-        return {"pid": os.getpid(), "worlds": len(self.codes)}
-
     def answer(self, request: dict[str, Any]) -> bytes:
         try:
             return encode({"ok": self.ops[request["op"]](request)})
@@ -103,7 +99,6 @@ def serve(requests: int, replies: int, handover: int) -> None:
     limits = Limits(**setup["limits"])
     report = confine(workdir, limits, parent=int(setup["parent"]))
     os.chdir(workdir)
-    tempfile.tempdir = str(workdir)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # episode processes are reaped by the kernel; pidfds stay valid
     zygote = Zygote(socket.socket(fileno=handover), limits, report, setup)
     # Everything loaded so far is permanent: an episode's garbage collector never walks (and so never
