@@ -65,11 +65,12 @@ class EpisodeHost:
         self.world = world()
         return info
 
+    # A `Task` or `StepResult` is encoded as it is: the JSON encoder serializes pydantic models itself.
     def reset(self, request: dict[str, Any]) -> Any:
-        return self.world.reset(int(request["seed"])).model_dump(mode="json")
+        return self.world.reset(int(request["seed"]))
 
     def step(self, request: dict[str, Any]) -> Any:
-        return self.world.step(request["action"]).model_dump(mode="json")
+        return self.world.step(request["action"])
 
     def grade(self, request: dict[str, Any]) -> Any:
         card = self.world._checked_grade()

@@ -36,39 +36,32 @@ def write_frame(descriptor: int, message: Any) -> None:
 
 
 def write_all(descriptor: int, data: bytes) -> None:
-    """Write all of `data`, waiting while the descriptor is full: a sandbox process's side of its channel."""
+    """Write all of `data` to a blocking descriptor: a sandbox process's side of its channel."""
     view = memoryview(data)
     while view:
-        try:
-            view = view[os.write(descriptor, view) :]
-        except BlockingIOError:  # the channel is non-blocking for reads, and so for writes too
-            select.select([], [descriptor], [])
+        view = view[os.write(descriptor, view) :]
 
 
 class FrameReader:
-    """Reads frames from a non-blocking pipe, taking every byte available per system call.
-
-    A pool keeps many requests in flight per worker, so one read usually brings several frames.
-    """
+    """Reads frames from a blocking pipe or socket, taking every byte available per system call."""
 
     def __init__(self, descriptor: int, spin: float = 0.0) -> None:
         self._descriptor = descriptor
         self.spin = spin
         self._buffer = bytearray()
-        os.set_blocking(descriptor, False)
+        self._last_wait = 0.0
+        os.set_blocking(descriptor, True)
 
-    def _wait(self) -> None:
-        """Poll for a moment, then sleep in the kernel.
+    def _poll(self, deadline: float) -> None:
+        """Poll until `deadline` before a read that would sleep in the kernel.
 
         On a virtual machine an idle vCPU takes hundreds of microseconds to wake, several times the cost
-        of a step; a worker that polls (yielding the core) for `spin` seconds answers a busy pool at once.
+        of a step; a process that polls (yielding the core) for `spin` seconds answers a waiting pool at once.
+        It polls only while the last wait was that short: a busy pool that serves many processes asks each
+        again milliseconds later, and polling for it would only take cores from the rest.
         """
-        deadline = time.monotonic() + self.spin
-        while time.monotonic() < deadline:
-            if select.select([self._descriptor], [], [], 0)[0]:
-                return
+        while not select.select([self._descriptor], [], [], 0)[0] and time.monotonic() < deadline:
             os.sched_yield()
-        select.select([self._descriptor], [], [])
 
     def pending(self) -> bool:
         """Whether a whole frame is already buffered."""
@@ -79,15 +72,15 @@ class FrameReader:
 
     def next(self) -> Any:
         """The next frame, blocking until it has arrived."""
+        waiting = time.monotonic()
         while not self.pending():
-            try:
-                chunk = os.read(self._descriptor, 1 << 16)
-            except BlockingIOError:
-                self._wait()
-                continue
+            if self.spin and self._last_wait <= self.spin:
+                self._poll(waiting + self.spin)
+            chunk = os.read(self._descriptor, 1 << 16)
             if not chunk:
                 raise FrameError(f"pipe closed with {len(self._buffer)} bytes of a frame unread")
             self._buffer += chunk
+        self._last_wait = time.monotonic() - waiting
         (size,) = HEADER.unpack_from(self._buffer)
         body = bytes(self._buffer[HEADER.size : HEADER.size + size])
         del self._buffer[: HEADER.size + size]

@@ -21,12 +21,13 @@ import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypeVar
 
 import anyio
 import anyio.abc
 import structlog
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
 from toolworlds.core import Action, Finish, StepResult, Task, ToolCall
 from toolworlds.sandbox.processes import (
@@ -387,9 +388,8 @@ class SandboxEpisode:
         return _parsed(_TASK, await self._request("reset", seed=seed), "reset")
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
-        reply = await self._request("step", action=action.model_dump(mode="json"))
-        parsed = _parsed(_STEP, reply, "step")
-        return StepResult.model_construct(**dict(parsed))
+        reply = await self._request("step", action=action)  # the frame's encoder serializes the model
+        return StepResult.model_construct(**_parsed(_STEP, reply, "step"))
 
     async def grade(self) -> tuple[float, str]:
         reply = _parsed(_GRADE, await self._request("grade"), "grade")
@@ -408,15 +408,15 @@ class SandboxEpisode:
             self._pool._close(self._process, self.world.id)
 
 
-class _StepReply(BaseModel):
-    """A `StepResult`'s shape. The reply was decoded from JSON, so its values need no walk as `JsonValue`
-    (that walk was about a quarter of this process's side of a step, by py-spy)."""
+class _StepReply(TypedDict):
+    """A `StepResult`'s shape, checked into a plain dict. The reply was decoded from JSON, so its values
+    need no walk as `JsonValue` (that walk was about a quarter of this process's side of a step, by py-spy)."""
 
     observation: Any
     reward: float
     terminated: bool
     truncated: bool
-    info: dict[str, Any] = Field(default_factory=dict)
+    info: NotRequired[dict[str, Any]]
 
 
 class _Grade(BaseModel):

@@ -64,8 +64,9 @@ class WorkerSettings:
 
     limits: Limits = field(default_factory=Limits)
     max_reply_bytes: int = 256 << 10  # a process refuses bigger replies itself; the pool kills one that lies
-    # After answering, an episode polls this long for its next request before it sleeps: on a VM an idle
-    # vCPU takes hundreds of microseconds to wake (see benchmarks/sandbox_step.py).
+    # After answering, an episode polls this long for its next request before it sleeps, as long as its
+    # last request came that soon: on a VM an idle vCPU takes hundreds of microseconds to wake (see
+    # benchmarks/sandbox_step.py), and a busy pool asks each episode again only milliseconds later.
     spin_seconds: float = 0.0003
     startup_seconds: float = 30.0
 
@@ -208,12 +209,14 @@ class SandboxProcess:
         return decode(body)
 
     async def _fill(self) -> None:
-        """Read whatever the process has written, waiting until there is something."""
+        """Wait until the process has written something, and read all of it.
+
+        Waiting comes first: a reply is never back the moment its request is written."""
         while True:
+            await anyio.wait_readable(self._output)
             try:
                 chunk = os.read(self._output, 1 << 16)
             except BlockingIOError:
-                await anyio.wait_readable(self._output)
                 continue
             if not chunk:
                 raise anyio.EndOfStream
