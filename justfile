@@ -41,8 +41,11 @@ model:
 
 # The BFCL v4 data, backends and checker (the bfcl-eval wheel, Apache-2.0). --no-deps: its declared
 # dependencies (sentence-transformers, faiss, numpy 1.26, ...) serve categories spadework does not run.
+# tenacity, overrides, tabulate and python-dotenv: what bfcl-eval's own CLI and OpenAI handler need, for the
+# differential test that runs its official generate + evaluate (tests/benchmarks/bfcl_official.py).
 bench-deps:
-    python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3" "filelock>=3"
+    python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3" "filelock>=3" "tenacity>=8" \
+        "overrides>=7" "tabulate>=0.9" "python-dotenv>=1"
 
 # A public benchmark: `just bench bfcl-v4 --categories base --limit 20` (see `spadework bench --help`).
 bench name *flags="": bench-deps

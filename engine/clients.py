@@ -183,8 +183,9 @@ class ChatClient:
         kept: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
         if message.get("tool_calls"):
             kept["tool_calls"] = message["tool_calls"]  # verbatim: argument strings are never re-serialised
-        reply = parse_constrained(message.get("content") or "") if self._constrained else parse_native(message)
-        return kept, reply
+        if self._constrained:
+            return kept, parse_constrained(message.get("content") or "")
+        return kept, parse_native(message, strict=self.settings.calls == "native")
 
     def _trace(self, body: dict[str, Any], choice: dict[str, Any], turn: Turn) -> None:
         assert self.tokens is not None

@@ -50,12 +50,16 @@ _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json|python)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def parse_native(message: dict[str, Any]) -> ParsedReply:
-    """Read an OpenAI `message` with `tool_calls`; fall back to the text protocols when it has none."""
+def parse_native(message: dict[str, Any], strict: bool = False) -> ParsedReply:
+    """Read an OpenAI `message` with `tool_calls`; fall back to the text protocols when it has none.
+
+    `strict` reads OpenAI's function-calling protocol as bfcl-eval's FC handlers do: only `tool_calls` are
+    calls (a reply without them is text, whatever it says), and each call's arguments must be a JSON object
+    (`""` is not `{}`)."""
     text = message.get("content") or ""
     native = message.get("tool_calls") or []
     if not native:
-        return parse_text(text)
+        return ParsedReply(text=text) if strict else parse_text(text)
     reply = ParsedReply(text=text)
     for position, entry in enumerate(native):
         function = entry.get("function") or {}
@@ -65,7 +69,7 @@ def parse_native(message: dict[str, Any]) -> ParsedReply:
             reply.problems.append(f"tool call {position + 1} has no function name")
             reply.calls.append(ParsedCall(name="", arguments={}, id=call_id, problem=reply.problems[-1]))
             continue
-        arguments = _arguments_object(function.get("arguments"), f"tool call {position + 1} ({name})", reply)
+        arguments = _arguments_object(function.get("arguments"), f"tool call {position + 1} ({name})", reply, strict)
         if arguments is None:
             reply.calls.append(ParsedCall(name=name, arguments={}, id=call_id, problem=reply.problems[-1]))
         else:
@@ -193,10 +197,14 @@ def _append_json_call(value: Any, where: str, reply: ParsedReply) -> None:
         reply.calls.append(ParsedCall(name=name, arguments=arguments))
 
 
-def _arguments_object(raw: Any, where: str, reply: ParsedReply) -> dict[str, Any] | None:
-    """Arguments come as a JSON string (OpenAI) or an object (text protocols); both must be an object."""
-    if raw is None or raw == "":
+def _arguments_object(raw: Any, where: str, reply: ParsedReply, strict: bool = False) -> dict[str, Any] | None:
+    """Arguments come as a JSON string (OpenAI) or an object (text protocols); both must be an object.
+    Missing or empty arguments are `{}`, unless `strict`."""
+    if (raw is None or raw == "") and not strict:
         return {}
+    if raw is None:
+        reply.problems.append(f"{where}: arguments are missing")
+        return None
     if isinstance(raw, str):
         raw = _loaded(raw, f"{where}: arguments are not valid JSON", reply)
         if raw is _INVALID:

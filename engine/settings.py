@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Mode = Literal["chat", "constrained", "tokens"]
 Completions = Literal["openai", "llama.cpp"]
+Calls = Literal["lenient", "native"]
 
 
 class EpisodeSettings(BaseModel):
@@ -49,8 +50,18 @@ class EpisodeSettings(BaseModel):
         "after `%llguidance`), recorded with the trace so a trainer can score the restricted policy",
     )
 
+    calls: Calls = Field(
+        "lenient",
+        description="chat mode: how a reply's calls are read. `lenient`: native `tool_calls`, else calls written as "
+        "text in any common protocol, and empty arguments as `{}` (a model learning to call tools gets credit for "
+        "what it meant). `native`: OpenAI's function-calling protocol exactly as bfcl-eval's FC handlers read it: "
+        "only `tool_calls` are calls, a reply without them is text, and arguments must be a JSON object.",
+    )
+
     @model_validator(mode="after")
     def _tokens_mode_needs_a_tokenizer(self) -> EpisodeSettings:
+        if self.calls == "native" and self.mode != "chat":
+            raise ValueError("calls='native' reads chat replies' tool_calls; it needs mode='chat'")
         if self.mode == "tokens" and not self.tokenizer:
             raise ValueError("tokens mode renders prompts itself: give a tokenizer (a local directory, or 'bytes')")
         if self.call_schema and self.mode != "tokens":

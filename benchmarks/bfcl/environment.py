@@ -27,11 +27,13 @@ from benchmarks.bfcl.calls import CallRefused, call_source, openai_tools
 from benchmarks.bfcl.data import Entry, bfcl_modules
 from benchmarks.bfcl.episode import MAX_STEPS, REVEAL_MESSAGE, BFCLBackends, Outcome
 from engine.conversation import Conversation, UserTurn
-from engine.settings import Mode
+from engine.settings import Calls, Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
 
 Style = Literal["chat", "text", "constrained"]
 ENGINE_MODES: dict[Style, Mode] = {"chat": "chat", "text": "chat", "constrained": "constrained"}
+# `chat` reads calls as bfcl-eval's FC handlers do (only `tool_calls`, arguments a JSON object).
+ENGINE_CALLS: dict[Style, Calls] = {"chat": "native", "text": "lenient", "constrained": "lenient"}
 WORLD = "bfcl-v4"
 CONSTRAINED_RULES = (
     "You help the user by calling functions. Reply with one call at a time, as JSON. When you have done "

@@ -6,6 +6,7 @@ the engine into a trajectory store (`benchmarks.bfcl.play`). Both resume."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import statistics
 import time
@@ -100,7 +101,14 @@ def run_bfcl_model(out: Path, spec: BFCLRun, urls: list[str], chosen: list[Entry
 
 
 def write_results(out: Path, summary: Summary) -> None:
-    (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label}, indent=2))
+    """`results.json` (the summary, with the bfcl-eval version, what the mode is comparable to, and the last
+    differential test against bfcl-eval's own pipeline) and `results.md`."""
+    provenance = {
+        "bfcl_eval": importlib.metadata.version("bfcl-eval"),
+        "comparability": COMPARABILITY[summary.style],
+        "agreement": agreement(summary.style),
+    }
+    (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label, **provenance}, indent=2))
     (out / "results.md").write_text(markdown(summary))
 
 
@@ -111,11 +119,22 @@ def read_outcomes(out: Path) -> list[Outcome]:
     return [Outcome(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
 
 
+AGREEMENT_FILE = Path(__file__).with_name("agreement.json")
+
+
+def agreement(style: str | None) -> dict[str, object] | None:
+    """The last per-entry comparison of this mode with bfcl-eval's own pipeline on imperfect play
+    (`tests/benchmarks/test_bfcl_differential.py` checks it is still true); None for a mode never compared."""
+    recorded: dict[str, dict[str, object]] = json.loads(AGREEMENT_FILE.read_text())
+    return recorded.get(style or "")
+
+
 COMPARABILITY = {
     None: "`ground-truth` and `none` replay the answer or call nothing (harness self-tests: they must give 100% "
     "and 0%).",
-    "chat": "`chat` is bfcl-eval's FC protocol (tools in the request, no system prompt), comparable to the (FC) "
-    "rows when all 200 entries per category are played.",
+    "chat": "`chat` is bfcl-eval's FC protocol as its OpenAICompletionsHandler plays it (tools in the request, no "
+    "system prompt, only `tool_calls` are calls, a reply that cannot be decoded ends the turn), comparable to the "
+    "(FC) rows when all 200 entries per category are played.",
     "text": "`text` is bfcl-eval's prompting protocol (its default system prompt, `[func(a=1)]` replies), "
     "comparable to the (Prompt) rows when all 200 entries per category are played; tool results come back in "
     "the engine's format, not bfcl-eval's.",

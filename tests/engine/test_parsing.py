@@ -187,3 +187,17 @@ def test_constrained_schema_bounds_strings_without_touching_the_tools() -> None:
             validator.validate({"name": "note", "arguments": too_long})
     properties = schema["oneOf"][0]["properties"]["arguments"]["properties"]
     assert "maxLength" not in properties["kind"]
+
+
+def test_strict_native_reading_is_openais_protocol_exactly_and_the_lenient_one_is_kinder() -> None:
+    """`strict` (bfcl-eval's FC reading): calls only from `tool_calls`, arguments a JSON object string."""
+    text_calls = {"role": "assistant", "content": "[get_balance(account_id='A-1')]"}
+    assert parse_native(text_calls, strict=True).calls == []
+    assert parse_native(text_calls).calls == [ParsedCall(name="get_balance", arguments={"account_id": "A-1"})]
+    for raw in ("", None, "[1, 2]", '{"x": '):
+        strict = parse_native(native(("pwd", raw), ("ls", "{}")), strict=True)
+        assert strict.malformed and "tool call 1 (pwd)" in strict.problems[0], raw
+    assert parse_native(native(("pwd", ""))).calls == [ParsedCall(name="pwd", arguments={}, id="c0")]
+    assert parse_native(native(("pwd", None))).calls == [ParsedCall(name="pwd", arguments={}, id="c0")]
+    both = parse_native(native(("ls", '{"a": true}'), content="Let me look."), strict=True)
+    assert both.calls == [ParsedCall(name="ls", arguments={"a": True}, id="c0")] and both.text == "Let me look."
