@@ -7,11 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
 import pytest
 
+from tests.procfs import process_stats
 from tests.sandbox.conftest import LIBRARY_SOURCE, play_library
 from toolworlds.core import Finish, ToolCall
 from toolworlds.registry import load_world
@@ -114,6 +116,22 @@ async def test_a_cancelled_caller_does_not_desynchronise_the_worker(pool: Sandbo
     task = await episode.reset(4)
     assert task.seed == 4
     assert await play_library(pool) == 1.0
+
+
+async def test_opens_cancelled_while_their_process_is_forked_leave_nothing_behind() -> None:
+    """A caller cancelled mid-open abandons a process its zygote has already forked and handed over: the pool
+    must still end it, or the zygote (which outlives its children) holds the pool's exit until it is killed."""
+    async with SandboxPool(SandboxSettings(zygotes=1, spares=0)) as pool:
+        assert await play_library(pool) == 1.0
+        world = await pool.load(LIBRARY_SOURCE)
+        sessions = set(pool.zygote_pids)
+        for attempt in range(40):  # cancelled at every point of the open, from before the fork to after it
+            with anyio.move_on_after(0.0002 * attempt):
+                episode = await pool.open(world)
+                await episode.close()
+        started = time.monotonic()
+    assert time.monotonic() - started < 2  # the zygote's grace is 5 s: it exited by itself
+    assert not [pid for pid, fields in process_stats() if int(fields[3]) in sessions]
 
 
 async def test_the_pool_reports_its_confinement() -> None:

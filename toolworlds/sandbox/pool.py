@@ -298,6 +298,9 @@ class SandboxPool:
         process = EpisodeProcess(
             channel, pidfd, int(reply["pid"]), settings.process.max_reply_bytes, settings.deadlines.load
         )
+        if self._stopping:  # forked while the pool stops, after it closed every episode it knew
+            process.close()
+            raise EpisodeLost("the sandbox pool is stopping")
         self._episodes.add(process)
         return process
 

@@ -282,16 +282,36 @@ class Zygote(SandboxProcess):
         Replies wake their callers in any order, so hand-overs read for another episode wait for it.
         """
         while episode not in self._handed:
-            try:
-                message, descriptors, _, _ = socket.recv_fds(self.handover, 64, 2)
-            except BlockingIOError:
-                raise WorkerCrashed(f"the zygote replied to spawn {episode} without handing it over") from None
-            if len(descriptors) != 2 or not message.isdigit():
-                for descriptor in descriptors:
-                    os.close(descriptor)
-                raise WorkerCrashed(f"the zygote handed over {message!r} with {len(descriptors)} descriptors")
-            self._handed[int(message)] = (descriptors[0], descriptors[1])
+            if not self._receive_handover():
+                raise WorkerCrashed(f"the zygote replied to spawn {episode} without handing it over")
         return self._handed.pop(episode)
+
+    def _receive_handover(self) -> bool:
+        """Read one waiting hand-over into `_handed`; False when none is waiting."""
+        try:
+            message, descriptors, _, _ = socket.recv_fds(self.handover, 64, 2)
+        except BlockingIOError:
+            return False
+        if len(descriptors) != 2 or not message.isdigit():
+            for descriptor in descriptors:
+                os.close(descriptor)
+            raise WorkerCrashed(f"the zygote handed over {message!r} with {len(descriptors)} descriptors")
+        self._handed[int(message)] = (descriptors[0], descriptors[1])
+        return True
+
+    def _end_unclaimed(self) -> None:
+        """Kill every episode process handed over that no caller took (its caller was cancelled while the
+        zygote forked it): nobody else would ever end it, and the zygote waits for all its children."""
+        with contextlib.suppress(WorkerCrashed, OSError):
+            while self._receive_handover():
+                pass
+        for channel, pidfd in self._handed.values():
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            for descriptor in (channel, pidfd):
+                with contextlib.suppress(OSError):
+                    os.close(descriptor)
+        self._handed.clear()
 
     async def stop(self, grace: float = 5.0) -> str:
         """Close the zygote's input and let it exit once its episode processes are gone (the pool kills them
@@ -301,6 +321,7 @@ class Zygote(SandboxProcess):
                 self.process.stdin.close()
             with anyio.move_on_after(grace):
                 while self.process.poll() is None:
+                    self._end_unclaimed()  # forks it finishes meanwhile are handed over too
                     await anyio.sleep(0.002)
         return await self.kill()
 
