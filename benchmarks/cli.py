@@ -72,7 +72,7 @@ def bfcl_v4(
     """BFCL v4 multi-turn with the official loop semantics, backends and checker (from bfcl-eval)."""
     from benchmarks.bfcl.data import BFCLUnavailable, UnknownCategory, UnknownEntry, choose
     from benchmarks.bfcl.data import categories as parse_categories
-    from benchmarks.bfcl.environment import ENGINE_CALLS, ENGINE_MODES
+    from benchmarks.bfcl.environment import ENGINE_MODES
     from benchmarks.bfcl.episode import POLICIES
     from benchmarks.bfcl.play import BFCLRun
     from benchmarks.bfcl.run import RunMismatch, run_bfcl, run_bfcl_model
@@ -97,7 +97,8 @@ def bfcl_v4(
             options = ModelOptions(endpoint, model, temperature, max_tokens, request_timeout, local_model,
                                    local_parallel)  # fmt: skip
             with options.served() as (urls, where, name):
-                settings = options.settings(ENGINE_MODES[mode], name, max_turns=MAX_REPLIES, calls=ENGINE_CALLS[mode])
+                engine_mode, calls = ENGINE_MODES[mode]
+                settings = options.settings(engine_mode, name, max_turns=MAX_REPLIES, calls=calls)
                 spec = BFCLRun(run=out.name, style=mode, endpoint=where, settings=settings)
                 summary = run_bfcl_model(out, spec, urls, chosen, concurrency, progress)
     except (BFCLUnavailable, RunMismatch, StoreError) as error:

@@ -31,9 +31,11 @@ from engine.settings import Calls, Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
 
 Style = Literal["chat", "text", "constrained"]
-ENGINE_MODES: dict[Style, Mode] = {"chat": "chat", "text": "chat", "constrained": "constrained"}
-# `chat` reads calls as bfcl-eval's FC handlers do (only `tool_calls`, arguments a JSON object).
-ENGINE_CALLS: dict[Style, Calls] = {"chat": "native", "text": "lenient", "constrained": "lenient"}
+# The engine's mode for each style, and how it reads calls: `chat` as bfcl-eval's FC handlers do (only
+# `tool_calls`, arguments a JSON object).
+ENGINE_MODES: dict[Style, tuple[Mode, Calls]] = {
+    "chat": ("chat", "native"), "text": ("chat", "lenient"), "constrained": ("constrained", "lenient"),
+}  # fmt: skip
 WORLD = "bfcl-v4"
 CONSTRAINED_RULES = (
     "You help the user by calling functions. Reply with one call at a time, as JSON. When you have done "

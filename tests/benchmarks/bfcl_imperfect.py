@@ -22,6 +22,7 @@ from aiohttp import web
 from benchmarks.bfcl.data import Entry
 from benchmarks.bfcl.episode import REVEAL_MESSAGE
 from benchmarks.bfcl.replay import answer_calls
+from engine.mock_server import MockModel, MockSettings
 
 Call = tuple[str, dict[str, Any]]
 MISTAKES = (
@@ -90,6 +91,7 @@ class ImperfectModel:
                 self.by_question[question] = entry
         self.plan = plan
         self._ids = itertools.count()
+        self._envelope = MockModel(MockSettings())
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         messages = body.get("messages") or []
@@ -158,16 +160,8 @@ class ImperfectModel:
         return {"role": "assistant", "content": text}
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        message = self.reply(body)
-        return {
-            "id": f"chatcmpl-{next(self._ids)}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "imperfect"),
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }  # fmt: skip
+        """The reply in the scripted server's own OpenAI envelope (`engine.mock_server`)."""
+        return self._envelope.completion(body, self.reply(body))
 
 
 @contextmanager
@@ -186,9 +180,8 @@ def serving(model: ImperfectModel) -> Iterator[str]:
     app.router.add_get("/v1/models", models)
     runner = web.AppRunner(app)
     loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+    port = runner.addresses[0][1]
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:

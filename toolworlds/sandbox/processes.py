@@ -211,7 +211,7 @@ class SandboxProcess:
     async def _fill(self) -> None:
         """Wait until the process has written something, and read all of it.
 
-        Waiting comes first: a reply is never back the moment its request is written."""
+        Waiting comes first: a reply is hardly ever back the moment its request is written."""
         while True:
             await anyio.wait_readable(self._output)
             try:
