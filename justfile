@@ -45,7 +45,8 @@ model:
 # differential test that runs its official generate + evaluate (tests/benchmarks/bfcl_official.py).
 bench-deps:
     python -m pip install --quiet --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3" "filelock>=3" "tenacity>=8" \
-        "overrides>=7" "tabulate>=0.9" "python-dotenv>=1"
+        "overrides>=7" "tabulate>=0.9" "python-dotenv>=1" "tree_sitter==0.21.3" "tree-sitter-java==0.21.0" \
+        "tree-sitter-javascript==0.21.4"
 
 # A public benchmark: `just bench bfcl-v4 --categories base --limit 20` (see `spadework bench --help`).
 bench name *flags="": bench-deps

@@ -1,9 +1,8 @@
-"""Benchmark function docs (BFCL's and ACEBench's `"type": "dict"`, `float`, `tuple`...) as OpenAI tool specs.
+"""Benchmark function docs (ACEBench's `"type": "dict"`, `float`, `tuple`...) as OpenAI tool specs.
 
-Both benchmarks write their docs in the Gorilla style; native tool calling needs JSON Schema types. Each
-benchmark passes its type mapping (BFCL: bfcl-eval's own `GORILLA_TO_OPENAPI`); an unknown type becomes
-`string`, floats are marked as such, as bfcl-eval's FC handlers do.
-"""
+ACEBench writes its docs in the Gorilla style; native tool calling needs JSON Schema types. An unknown type
+becomes `string`, floats are marked as such, as bfcl-eval's FC handlers do (BFCL's own docs are converted by
+bfcl-eval itself: `benchmarks.bfcl.calls.openai_tools`)."""
 
 from __future__ import annotations
 

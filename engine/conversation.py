@@ -28,10 +28,14 @@ NEW_TOOLS_HEADER = "New tools you can call from now on:"
 
 
 class UserTurn(BaseModel):
-    """What the user says next; `tools` (OpenAI function specs) become callable from this turn on."""
+    """What the user says next; `tools` (OpenAI function specs) become callable from this turn on.
+
+    A conversation that reads replies itself also answers a reply's calls with their results (`calls_run` > 0):
+    those continue the agent's turn, counting toward `max_calling_replies`, rather than begin the user's next."""
 
     content: str
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    calls_run: int = 0
 
     def text(self, mode: Mode) -> str:
         """The user message as sent. Where no `tools` field is sent (`tokens` renders the list once,

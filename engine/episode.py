@@ -189,16 +189,16 @@ class Episode:
         """Run the calls in order; show problems to the agent; a reply with neither is a final answer (in a
         conversation: the end of the agent's turn, as is any reply to a conversation that reads replies itself)."""
         if self.dialogue is not None and self.dialogue.reads_replies:
-            await self._next_user_turn(reply.text)
+            await self._next_user_turn(reply.text, turn)
             return
         if reply.problems and self.dialogue is not None and self.dialogue.malformed_ends_turn:
             turn.problems.extend(reply.problems)
             self.malformed_turns += 1
-            await self._next_user_turn(reply.text)
+            await self._next_user_turn(reply.text, turn)
             return
         if not reply.calls and not reply.problems:
             if self.dialogue is not None:
-                await self._next_user_turn(reply.text)
+                await self._next_user_turn(reply.text, turn)
             else:
                 await self._step(Finish(answer=reply.text or None))
             return
@@ -210,14 +210,14 @@ class Episode:
             elif call.name == FINISH_TOOL and FINISH_FUNCTION in self._tools:
                 answer = call.arguments.get("answer")
                 if self.dialogue is not None:  # ends the agent's turn; later calls in this reply are dropped
-                    await self._next_user_turn("" if answer is None else str(answer))
+                    await self._next_user_turn("" if answer is None else str(answer), turn)
                     return
                 await self._step(Finish(answer=None if answer is None else str(answer)))  # ends the episode
             else:
                 turn.tool_calls += 1
                 self.tool_calls += 1
                 result = await self._step(ToolCall(name=call.name, arguments=call.arguments))
-                content = json.dumps(result.observation)
+                content = _observation_text(result.observation)
             if native:
                 self.messages.append(
                     {"role": "tool", "tool_call_id": _call_id(call, turn, position), "content": content}
@@ -232,10 +232,16 @@ class Episode:
         feedback = self._feedback(results, loose_problems)
         if feedback:
             self.messages.append({"role": "user", "content": feedback})
-        if self.dialogue is not None and self.dialogue.max_calling_replies is not None and turn.tool_calls:
-            self._calling_replies += 1
-            if self._calling_replies > self.dialogue.max_calling_replies:
-                await self._end_on_state("user_turn_limit")
+        if self.dialogue is not None and turn.tool_calls:
+            await self._count_calling_reply()
+
+    async def _count_calling_reply(self) -> None:
+        """One more reply in this user turn ran calls; past the conversation's limit, the episode is cut."""
+        assert self.dialogue is not None
+        self._calling_replies += 1
+        limit = self.dialogue.max_calling_replies
+        if limit is not None and self._calling_replies > limit:
+            await self._end_on_state("user_turn_limit")
 
     def _feedback(self, results: list[str], problems: list[str]) -> str:
         """Tool results for calls written as text, and what was wrong with the reply, as one user message."""
@@ -254,20 +260,31 @@ class Episode:
             raise _EpisodeEnded(status, cause, result.reward, str(scorecard) if scorecard is not None else None)
         return result
 
-    async def _next_user_turn(self, reply: str) -> None:
-        """The agent ended its turn: the user's next message (and any tools it reveals), or the dialogue's end."""
+    async def _next_user_turn(self, reply: str, turn: Turn) -> None:
+        """The agent ended its turn: the user's next message (and any tools it reveals), or the dialogue's end.
+        A conversation that reads replies may instead answer with the results of the calls it ran."""
         assert self.dialogue is not None
         user = await self.dialogue.respond(reply)
         if user is None:
             score, scorecard = await self.env.score()
             raise _EpisodeEnded("ok", None, score, scorecard)
-        self._calling_replies = 0
         self._tools.extend(user.tools)  # the chat client reads this list at every request
         self.messages.append({"role": "user", "content": user.text(self.settings.mode)})
+        if user.calls_run:  # the conversation ran the reply's calls: this is their results, not a new turn
+            self.tool_calls += user.calls_run
+            turn.tool_calls += user.calls_run
+            await self._count_calling_reply()
+        else:
+            self._calling_replies = 0
 
     async def _end_on_state(self, cause: str) -> None:
         score, scorecard = await self.env.score()
         raise _EpisodeEnded("truncated", cause, score, scorecard)
+
+
+def _observation_text(observation: Any) -> str:
+    """A tool's result as the model reads it: text as it is (as tool messages carry it), anything else as JSON."""
+    return observation if isinstance(observation, str) else json.dumps(observation)
 
 
 def _call_id(call: ParsedCall, turn: Turn, position: int) -> str:

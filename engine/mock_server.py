@@ -8,7 +8,8 @@ episode from the `X-Spadework-Episode` header the engine sends (`run/role/world/
 - `random` calls random tools with schema-shaped arguments (`toolworlds.policies.RandomPolicy`);
 - `malformed` only ever writes broken calls;
 - `bfcl` answers BFCL v4 multi-turn entries (world `bfcl-v4`) with their ground truth, turn by turn
-  (`benchmarks.bfcl.replay`; needs bfcl-eval);
+  (`benchmarks.bfcl.replay`; needs bfcl-eval); offered no tools, it writes them as bfcl-eval's prompting
+  protocol asks, `[func(a=1)]`;
 - `acebench` says the milestones of ACEBench Agent tasks (world `acebench`, the vendored data) and plays
   their user (`benchmarks.acebench.replay`).
 
@@ -212,7 +213,8 @@ class MockModel:
             calls = _bfcl_calls(episode, messages, constrained)
             if not calls:
                 return self._message([(FINISH_TOOL, {})] if constrained else [], constrained)
-            return self._message(calls, constrained)
+            # Offered no tools, a BFCL model answers in bfcl-eval's prompting syntax (`[func(a=1)]`).
+            return self._message(calls, constrained, None if body.get("tools") else "python")
         return self._message([_named(self.next_action(episode, _usable_turns(messages, constrained)))], constrained)
 
     def _acebench(self, episode: list[str], body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -226,14 +228,16 @@ class MockModel:
         said = replay.agent_fc_reply(task, messages)
         return self._message(said, False) if isinstance(said, list) else {"role": "assistant", "content": said}
 
-    def _message(self, calls: list[tuple[str, dict[str, Any]]], constrained: bool) -> dict[str, Any]:
-        """An assistant message making `calls` in the configured style (none: a plain text answer)."""
+    def _message(
+        self, calls: list[tuple[str, dict[str, Any]]], constrained: bool, style: Style | None = None
+    ) -> dict[str, Any]:
+        """An assistant message making `calls` in `style` (default: the configured one; no calls: a text answer)."""
         if not calls:
             return {"role": "assistant", "content": "Done."}
         if constrained:
             ((name, arguments),) = calls
             return {"role": "assistant", "content": json.dumps({"name": name, "arguments": arguments})}
-        style = self.settings.style
+        style = style or self.settings.style
         if style == "native":
             native = [
                 {

@@ -14,7 +14,6 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from benchmarks import schemas
 from benchmarks.bfcl.data import bfcl_modules
 
 
@@ -23,17 +22,21 @@ class CallRefused(ValueError):
 
 
 def openai_tools(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """BFCL function docs as OpenAI tool specs, with bfcl-eval's own type mapping (its FC handlers' conversion)."""
+    """BFCL function docs as OpenAI tool specs, converted by bfcl-eval itself as its `OpenAICompletionsHandler`
+    converts them (which keeps each doc's `response` schema, as it is, beside its parameters)."""
     bfcl_modules()
+    from bfcl_eval.constants.enums import ModelStyle
     from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+    from bfcl_eval.model_handler.utils import convert_to_tool
 
-    return schemas.openai_tools(docs, GORILLA_TO_OPENAPI)
+    tools: list[dict[str, Any]] = convert_to_tool(list(docs), GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+    return tools
 
 
 def call_source(name: str, arguments: dict[str, Any], documented: set[str]) -> str:
     """`name(k=v,...)` for bfcl-eval's executor, from a documented function name and JSON arguments."""
     if name not in documented:
-        raise CallRefused(f"no function named {name!r}")
+        raise CallRefused(not_defined(name))
     parts = []
     for key, value in arguments.items():
         if not key.isidentifier() or keyword.iskeyword(key):
@@ -41,6 +44,11 @@ def call_source(name: str, arguments: dict[str, Any], documented: set[str]) -> s
         _check_literal(value, f"{name}({key}=...)")
         parts.append(f"{key}={value!r}")
     return f"{name}({','.join(parts)})"
+
+
+def not_defined(name: object) -> str:
+    """What bfcl-eval's executor reports for a call to a name that is not one of the entry's functions."""
+    return f"name {str(name).split('.')[0]!r} is not defined"
 
 
 def _check_literal(value: Any, where: str) -> None:

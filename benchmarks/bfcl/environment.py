@@ -10,7 +10,9 @@ Three ways to present the tools (`Style`):
 - `chat`: bfcl-eval's FC protocol. The docs go as OpenAI `tools`, no system prompt is added, results come
   back as tool messages.
 - `text`: bfcl-eval's prompting protocol. Its default system prompt lists the docs as JSON and asks for
-  `[func(a=1)]`; nothing goes in `tools`. Held-out docs come in the reveal message, as bfcl-eval writes it.
+  `[func(a=1)]`; nothing goes in `tools`. Replies are read by bfcl-eval's decoding rules (`prompting`, never
+  by running them); a step's results come back as one user message listing `{"role": "tool", "name": call,
+  "content": result}`, and held-out docs in the reveal message, as bfcl-eval writes both.
 - `constrained`: spadework's own, for models that cannot call tools unaided. A JSON schema forces each
   reply into one call, so a `finish` call ends the turn. Not a BFCL protocol: not comparable.
 """
@@ -26,15 +28,16 @@ import anyio
 from benchmarks.bfcl.calls import CallRefused, call_source, openai_tools
 from benchmarks.bfcl.data import Entry, bfcl_modules
 from benchmarks.bfcl.episode import MAX_STEPS, REVEAL_MESSAGE, BFCLBackends, Outcome
+from benchmarks.bfcl.prompting import PromptedCall, Undecodable, decode
 from engine.conversation import Conversation, UserTurn
 from engine.settings import Calls, Mode
-from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
+from toolworlds.core import Finish, StepResult, Task, ToolCall
 
 Style = Literal["chat", "text", "constrained"]
 # The engine's mode for each style, and how it reads calls: `chat` as bfcl-eval's FC handlers do (only
-# `tool_calls`, arguments a JSON object).
+# `tool_calls`, arguments a JSON object); `text` replies are read by the conversation (`reads_replies`).
 ENGINE_MODES: dict[Style, tuple[Mode, Calls]] = {
-    "chat": ("chat", "native"), "text": ("chat", "lenient"), "constrained": ("constrained", "lenient"),
+    "chat": ("chat", "native"), "text": ("chat", "native"), "constrained": ("constrained", "lenient"),
 }  # fmt: skip
 WORLD = "bfcl-v4"
 CONSTRAINED_RULES = (
@@ -74,6 +77,7 @@ class BFCLConversation(Conversation):
         self.entries, self.style = entries, style
         self.name = WORLD
         self.finish_tool = style == "constrained"
+        self.reads_replies = style == "text"  # bfcl-eval's prompting decoder reads the replies, not the engine's
         self.tools: list[dict[str, Any]] = []
         self.outcome: Outcome | None = None
         self._scoring = scoring
@@ -112,15 +116,34 @@ class BFCLConversation(Conversation):
         if not isinstance(action, ToolCall):
             raise TypeError("a BFCL turn ends through respond(), not Finish")
         try:
-            source = call_source(action.name, action.arguments, self._documented)
+            call = PromptedCall(call_source(action.name, action.arguments, self._documented))
         except CallRefused as refused:
-            observation = error_observation("invalid_call", str(refused))
-            return StepResult(observation=observation, reward=0.0, terminated=False, truncated=False)
-        self._decoded[-1].append([source])  # one step per call: the checker's verdict does not depend on grouping
-        (result,) = self._opened().execute([source])
-        return StepResult(observation=_as_json(result), reward=0.0, terminated=False, truncated=False)
+            call = PromptedCall(action.name, refused=str(refused))
+        (result,) = self._run_step([call])  # one step per call: the checker's verdict does not depend on grouping
+        return StepResult(observation=result, reward=0.0, terminated=False, truncated=False)
 
     async def respond(self, reply: str) -> UserTurn | None:
+        if self.style == "text":  # the prompting protocol: this reply's calls, if it has any, continue the turn
+            try:
+                calls = decode(reply, self._documented)
+            except Undecodable:
+                calls = []  # bfcl-eval ends the turn on a reply it cannot decode
+            if calls:
+                results = self._run_step(calls)
+                listed = [{"role": "tool", "name": call.source, "content": result}
+                          for call, result in zip(calls, results, strict=True)]  # fmt: skip
+                return UserTurn(content=repr(listed), calls_run=len(calls))
+        return self._next_turn()
+
+    def _run_step(self, calls: list[PromptedCall]) -> list[str]:
+        """One step's calls, run on the entry's backends as bfcl-eval's executor runs them (a call not run here
+        gets the error it would raise there), and recorded for the checker; one result string per call."""
+        self._decoded[-1].append([call.replayed for call in calls])
+        results = iter(self._opened().execute([call.source for call in calls if call.refused is None]))
+        return [call.failure if call.refused is not None else next(results) for call in calls]
+
+    def _next_turn(self) -> UserTurn | None:
+        """The user's next turn (revealing held-out functions on a miss_func turn), or None after the last."""
         entry = self.entry
         self._turn += 1
         if self._turn == len(entry.turns):
@@ -147,12 +170,3 @@ class BFCLConversation(Conversation):
     async def close(self) -> None:
         if self._backends is not None:
             self._backends.close()
-
-
-def _as_json(result: str) -> Any:
-    """A result as bfcl-eval returns it (a `json.dumps`-ed dict, or plain text) as a JSON value, so the engine's
-    `json.dumps` of the observation gives the model the same text bfcl-eval would."""
-    try:
-        return json.loads(result)
-    except json.JSONDecodeError:
-        return result

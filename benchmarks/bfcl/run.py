@@ -132,12 +132,13 @@ def agreement(style: str | None) -> dict[str, object] | None:
 COMPARABILITY = {
     None: "`ground-truth` and `none` replay the answer or call nothing (harness self-tests: they must give 100% "
     "and 0%).",
-    "chat": "`chat` is bfcl-eval's FC protocol as its OpenAICompletionsHandler plays it (tools in the request, no "
-    "system prompt, only `tool_calls` are calls, a reply that cannot be decoded ends the turn), comparable to the "
-    "(FC) rows when all 200 entries per category are played.",
-    "text": "`text` is bfcl-eval's prompting protocol (its default system prompt, `[func(a=1)]` replies), "
-    "comparable to the (Prompt) rows when all 200 entries per category are played; tool results come back in "
-    "the engine's format, not bfcl-eval's.",
+    "chat": "`chat` is bfcl-eval's FC protocol as its OpenAICompletionsHandler plays it (its tools, no system "
+    "prompt, only `tool_calls` are calls, a reply that cannot be decoded ends the turn), comparable to the (FC) rows "
+    "when all 200 entries per category are played.",
+    "text": "`text` is bfcl-eval's prompting protocol as its OpenAICompletionsHandler plays it (its system prompt, "
+    "`[func(a=1)]` replies decoded by its rules, its results message), comparable to the (Prompt) rows when all 200 "
+    "entries per category are played; calls naming anything but the entry's functions, and argument expressions "
+    "beyond arithmetic on literals, are never run here (bfcl-eval evals them).",
     "constrained": "`constrained` forces every reply into one JSON call and ends a turn with `finish`: spadework's "
     "own protocol, not comparable to the leaderboard.",
 }

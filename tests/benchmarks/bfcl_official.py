@@ -1,9 +1,10 @@
 """bfcl-eval's own pipeline, `bfcl generate` then `bfcl evaluate`, against an OpenAI-compatible server.
 
-    python -m tests.benchmarks.bfcl_official --url URL --root DIR --ids multi_turn_base_0,...
+    python -m tests.benchmarks.bfcl_official --url URL --root DIR --protocol fc --ids multi_turn_base_0,...
 
-The model is bfcl-eval's `OpenAICompletionsHandler` in FC mode (tools in the request, no system prompt),
-registered under a name of our own the way bfcl-eval's README says to add a model. The CLI imports every
+The model is bfcl-eval's `OpenAICompletionsHandler`, in FC mode (tools in the request, no system prompt) or
+in prompting mode (its system prompt, `[func(a=1)]` text), registered under a name of our own the way
+bfcl-eval's README says to add a model. The CLI imports every
 vendor's SDK at start-up; those the OpenAI handler never calls (anthropic, cohere, google-genai, ...) and
 the Java/JavaScript parsers of the single-turn checker are stubbed when they are not installed. Prints one
 JSON object: entry id -> the official verdict. Runs in a process of its own: the stubs stay there.
@@ -20,7 +21,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-MODEL = "spadework-differential-FC"
+MODELS = {"fc": "spadework-differential-FC", "prompt": "spadework-differential-prompt"}
 STUBBED = [
     "anthropic", "anthropic.types", "tree_sitter", "tree_sitter_java", "tree_sitter_javascript", "cohere",
     "google", "google.genai", "google.genai.types", "mistralai", "boto3", "qwen_agent", "qwen_agent.llm",
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--ids", required=True)
+    parser.add_argument("--protocol", choices=sorted(MODELS), required=True)
     parser.add_argument("--threads", type=int, default=4)
     arguments = parser.parse_args()
     ids = arguments.ids.split(",")
@@ -96,9 +98,11 @@ def main() -> None:
     from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING, ModelConfig
     from bfcl_eval.model_handler.api_inference.openai_completion import OpenAICompletionsHandler
 
-    MODEL_CONFIG_MAPPING[MODEL] = ModelConfig(
-        model_name="imperfect", display_name="scripted (FC)", url="", org="spadework", license="",
-        model_handler=OpenAICompletionsHandler, is_fc_model=True, underscore_to_dot=False,
+    model = MODELS[arguments.protocol]
+    MODEL_CONFIG_MAPPING[model] = ModelConfig(
+        model_name="imperfect", display_name=f"scripted ({arguments.protocol})", url="", org="spadework",
+        license="", model_handler=OpenAICompletionsHandler, is_fc_model=arguments.protocol == "fc",
+        underscore_to_dot=False,
     )  # fmt: skip
     categories: dict[str, list[str]] = {}
     for entry in ids:
@@ -108,7 +112,7 @@ def main() -> None:
     from bfcl_eval.__main__ import cli
 
     result, score = root / "result", root / "score"
-    common = ["--model", MODEL, "--result-dir", str(result)]
+    common = ["--model", model, "--result-dir", str(result)]
     sys.stdout = sys.stderr  # the CLI prints a log per step; our stdout is the verdicts alone
     try:
         generate = ["generate", *common, "--run-ids", "--num-threads", str(arguments.threads)]

@@ -7,6 +7,7 @@ that never stops calling shows the 21-step cut; the embedded model plays one rea
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -19,9 +20,10 @@ from aiohttp import web
 
 from benchmarks.bfcl.calls import CallRefused, call_source
 from benchmarks.bfcl.data import load_category
-from benchmarks.bfcl.environment import WORLD, BFCLConversation
+from benchmarks.bfcl.environment import ENGINE_MODES, WORLD, BFCLConversation, Style
 from benchmarks.bfcl.episode import MAX_STEPS, REVEAL_MESSAGE
 from benchmarks.bfcl.play import BFCLRun, all_entries
+from benchmarks.bfcl.prompting import FAILED_CALL
 from benchmarks.playing import Selection
 from engine.conversation import UserTurn
 from engine.endpoints import EndpointPool
@@ -101,7 +103,7 @@ def test_model_calls_become_source_only_from_documented_names_and_json_values() 
         "mkdir(dir_name='a',n=[1, 2.5, None, True, {'k': 'v'}])"
     )
     refusals = [
-        ("__import__('os').system", {}, "no function named"),
+        ("__import__('os').system", {}, "is not defined"),
         ("cd", {"folder)\nimport os;(x": "a"}, "is not an argument name"),
         ("cd", {"lambda": "a"}, "is not an argument name"),
         ("cd", {"folder": float("nan")}, "not a finite number"),
@@ -114,17 +116,18 @@ def test_model_calls_become_source_only_from_documented_names_and_json_values() 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_a_refused_call_is_an_observation_and_never_reaches_a_backend() -> None:
+async def test_a_refused_call_fails_as_bfcl_evals_executor_says_and_never_reaches_a_backend() -> None:
     entries = all_entries()
     seed = next(i for i, e in enumerate(entries) if "GorillaFileSystem" in e.involved_classes)
     dialogue = BFCLConversation(entries, "chat", anyio.CapacityLimiter(1))
     await dialogue.reset(seed)
-    name = "__import__('os').system"
-    refused = await dialogue.step(ToolCall(name=name, arguments={}))
-    assert refused.observation == {"error": {"code": "invalid_call", "message": f"no function named {name!r}"}}
+    refused = await dialogue.step(ToolCall(name="__import__('os').system", arguments={"command": "touch x"}))
+    assert refused.observation == "Error during execution: name \"__import__('os')\" is not defined"
     ran = await dialogue.step(ToolCall(name="pwd", arguments={}))
-    assert isinstance(ran.observation, dict) and "current_working_directory" in ran.observation
-    assert dialogue._decoded == [[["pwd()"]]]  # only the documented call is played and checked
+    assert isinstance(ran.observation, str) and json.loads(ran.observation)["current_working_directory"]
+    # The checker replays the refused step as a call that fails without effect (a step it made, as in
+    # bfcl-eval, where the unknown name fails to run), and the documented call as its source.
+    assert dialogue._decoded == [[[FAILED_CALL], ["pwd()"]]]
     await dialogue.close()
 
 
@@ -155,15 +158,19 @@ async def test_held_out_functions_are_revealed_on_their_turn_in_each_style() -> 
 
 
 async def always_ls(request: web.Request) -> web.Response:
-    """A server whose every reply calls `ls()`: the turn never ends on its own."""
-    call = {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
-    message = {"role": "assistant", "content": None, "tool_calls": [call]}
-    return web.json_response({"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]})
+    """A server whose every reply calls `ls()` (natively when offered tools, else as text): the turn never ends."""
+    if (await request.json()).get("tools"):
+        call = {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    else:
+        message = {"role": "assistant", "content": "[ls()]"}
+    return web.json_response({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # aiohttp's server
-async def test_a_turn_that_never_ends_is_cut_after_its_21st_calling_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("style", ["chat", "text"])
+async def test_a_turn_that_never_ends_is_cut_after_its_21st_calling_step(style: Style, tmp_path: Path) -> None:
     app = web.Application()
     app.router.add_post("/v1/chat/completions", always_ls)
     runner = web.AppRunner(app)
@@ -172,7 +179,9 @@ async def test_a_turn_that_never_ends_is_cut_after_its_21st_calling_step(tmp_pat
     url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     entries = all_entries()
     seed = next(i for i, e in enumerate(entries) if "GorillaFileSystem" in e.involved_classes and len(e.turns) > 1)
-    spec = BFCLRun(run="cut", style="chat", endpoint=url, settings=EpisodeSettings(max_turns=200))
+    mode, calls = ENGINE_MODES[style]
+    settings = EpisodeSettings(mode=mode, calls=calls, max_turns=200)
+    spec = BFCLRun(run="cut", style=style, endpoint=url, settings=settings)
     try:
         with TrajectoryStore.open(tmp_path, spec) as store:
             async with EndpointPool.open([url]) as pool:
@@ -180,7 +189,7 @@ async def test_a_turn_that_never_ends_is_cut_after_its_21st_calling_step(tmp_pat
                     spec.run, spec.settings, [EpisodeKey(world=WORLD, seed=seed, sample=0, hinted=False)]
                 )
                 await run_rollout(
-                    selection, store, pool, lambda: BFCLConversation(entries, "chat", anyio.CapacityLimiter(1)), 1
+                    selection, store, pool, lambda: BFCLConversation(entries, style, anyio.CapacityLimiter(1)), 1
                 )
     finally:
         await runner.cleanup()
