@@ -134,6 +134,26 @@ async def test_opens_cancelled_while_their_process_is_forked_leave_nothing_behin
     assert not [pid for pid, fields in process_stats() if int(fields[3]) in sessions]
 
 
+async def test_many_cancelled_opens_leave_no_fork_unclaimed_while_the_pool_runs() -> None:
+    """Each open cancelled mid-fork must not leave its process alive, nor its descriptors in flight to the
+    pool: the kernel caps those per user (at the zygote's 64 open files), and once unclaimed hand-overs reach
+    it, every later fork fails with ETOOMANYREFS (it did, after ~32 such opens)."""
+    async with SandboxPool(SandboxSettings(zygotes=1, spares=0)) as pool:
+        world = await pool.load(LIBRARY_SOURCE)
+        (zygote,) = pool.zygote_pids
+        cancelled = 0
+        for attempt in range(200):
+            with anyio.move_on_after(0.0002 * (attempt % 10)) as scope:
+                episode = await pool.open(world)
+                await episode.close()
+            cancelled += scope.cancelled_caught
+        assert cancelled > 100
+        await anyio.sleep(0.2)  # killed processes take a moment to go
+        forks = [pid for pid, fields in process_stats() if int(fields[1]) == zygote and fields[0] != "Z"]
+        assert len(forks) <= 1, f"{len(forks)} episode processes outlived their cancelled opens"
+        assert await play_library(pool) == 1.0
+
+
 async def test_the_pool_reports_its_confinement() -> None:
     settings = SandboxSettings(zygotes=1, require=frozenset({"rlimit address space", "rlimit processes"}))
     async with SandboxPool(settings) as pool:

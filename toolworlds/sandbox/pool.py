@@ -289,11 +289,16 @@ class SandboxPool:
         """Have `zygote` fork an episode process (for None, a probe that loads nothing) and take it over."""
         episode = next(self._ids)
         zygote.forking += 1
-        try:
-            reply = await self._call(zygote, {"op": "spawn", "world": world_id, "episode": episode}, world_id)
-            channel, pidfd = zygote.take_handover(episode)
-        finally:
-            zygote.forking -= 1
+        # A fork the zygote was asked for is taken over even when the caller is cancelled meanwhile (the spawn
+        # deadline bounds the wait), then closed at the caller's next checkpoint: left unclaimed, its process
+        # would live on, and its descriptors would stay in flight, where the kernel caps them per user (a
+        # later hand-over fails with ETOOMANYREFS).
+        with anyio.CancelScope(shield=True):
+            try:
+                reply = await self._call(zygote, {"op": "spawn", "world": world_id, "episode": episode}, world_id)
+                channel, pidfd = zygote.take_handover(episode)
+            finally:
+                zygote.forking -= 1
         settings = self.settings
         process = EpisodeProcess(
             channel, pidfd, int(reply["pid"]), settings.process.max_reply_bytes, settings.deadlines.load
