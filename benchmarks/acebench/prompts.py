@@ -60,8 +60,9 @@ def undecodable_reply(language: Language) -> str:
 def agent_system_prompt(task: AceTask) -> str:
     """The agent's system message. multi_turn: the role text, then the airline policy if Travel is involved and
     the phone policy if BaseApi is (each policy opens with its fixed "current time"); multi_step: its role text
-    alone (upstream formats it with an empty time, which it has no slot for)."""
-    texts = _texts(task.language)
+    alone, in Chinese whatever the task's language (`_agent_language`; upstream formats it with an empty time,
+    which it has no slot for)."""
+    texts = _texts(_agent_language(task))
     if task.kind == "multi_step":
         return texts["multi_step_agent_system"]
     prompt = texts["multi_turn_agent_system"]
@@ -75,8 +76,14 @@ def agent_system_prompt(task: AceTask) -> str:
 def agent_user_prompt(task: AceTask, history: str) -> str:
     """The agent's one user message: the API docs and the history text (`render_history`). The docs go in as
     Python's `str()` of the list (single quotes, True/False), which is what `str.format` gives upstream."""
-    template = _texts(task.language)[f"{task.kind}_agent_user"]
+    template = _texts(_agent_language(task))[f"{task.kind}_agent_user"]
     return template.format(functions=task.functions, history=history)
+
+
+def _agent_language(task: AceTask) -> Language:
+    """The language of the agent's prompts: the task's, but Chinese for every multi_step task, as the reference
+    plays them (it never passes the language to its multi_step agent, whose default is "zh")."""
+    return "zh" if task.kind == "multi_step" else task.language
 
 
 def history_line(kind: Kind, message: Message) -> str:

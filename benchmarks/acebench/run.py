@@ -45,6 +45,16 @@ COMPARABILITY = {
 }
 
 
+AGREEMENT_FILE = Path(__file__).with_name("agreement.json")
+
+
+def agreement(protocol: str) -> dict[str, object] | None:
+    """The last per-task comparison of this protocol with the reference pipeline on imperfect play
+    (`tests/benchmarks/test_acebench_differential.py` checks it is still true); None for one never compared."""
+    recorded: dict[str, dict[str, object]] = json.loads(AGREEMENT_FILE.read_text())
+    return recorded.get(protocol)
+
+
 class UnknownTask(ValueError):
     """An id that no chosen language holds; the message names it."""
 
@@ -125,7 +135,8 @@ def run_acebench(out: Path, spec: AceRun, tasks: list[AceTask], urls: list[str],
         max_tokens=spec.settings.max_tokens_per_turn,
         max_messages=spec.max_messages,
     )
-    (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label}, indent=2))
+    provenance = {"comparability": COMPARABILITY[summary.protocol], "agreement": agreement(summary.protocol)}
+    (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label, **provenance}, indent=2))
     (out / "results.md").write_text(markdown(summary))
     return summary
 

@@ -12,15 +12,10 @@ compared message for message.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import keyword
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
-
-from aiohttp import web
 
 from benchmarks.bfcl.data import Entry, bfcl_modules
 from benchmarks.bfcl.episode import REVEAL_MESSAGE
@@ -267,32 +262,3 @@ class _Answer:
     @staticmethod
     def text(text: str) -> dict[str, Any]:
         return {"role": "assistant", "content": text}
-
-
-@contextmanager
-def serving(model: ImperfectModel) -> Iterator[str]:
-    """The model on a loopback port, in a thread of its own; yields the OpenAI base URL."""
-
-    async def chat(request: web.Request) -> web.Response:
-        return web.json_response(model.completion(await request.json()))
-
-    async def models(request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "imperfect", "object": "model"}]})
-
-    loop = asyncio.new_event_loop()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    app.router.add_get("/v1/models", models)
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
-    port = runner.addresses[0][1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()

@@ -25,7 +25,8 @@ from benchmarks.bfcl.play import all_entries
 from benchmarks.bfcl.run import agreement
 from engine.store import read_records
 from tests.benchmarks import runs
-from tests.benchmarks.bfcl_imperfect import MISTAKES, ImperfectModel, serving
+from tests.benchmarks.bfcl_imperfect import MISTAKES, ImperfectModel
+from tests.benchmarks.scripted import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = {"chat": "fc", "text": "prompt"}  # spadework's mode -> bfcl-eval's handler mode
@@ -104,7 +105,7 @@ def test_every_verdict_and_request_agrees_with_bfcl_evals_own_pipeline(mode: str
     chosen = plan(protocol)
     ids = list(chosen)
     model = ImperfectModel(list(all_entries()), chosen)
-    with serving(model) as url:
+    with serving(model.completion) as url:
         ours = spadework_verdicts(url, mode, ids, tmp_path / "spadework")
         theirs = official_verdicts(url, protocol, ids, tmp_path / "official")
     word = {True: "PASS", False: "FAIL"}
@@ -127,7 +128,7 @@ def test_every_verdict_and_request_agrees_with_bfcl_evals_own_pipeline(mode: str
 
 def test_results_files_say_which_bfcl_eval_and_how_comparable_the_mode_is(tmp_path: Path) -> None:
     chosen = dict(itertools.islice(plan("fc").items(), 4))
-    with serving(ImperfectModel(list(all_entries()), chosen)) as url:
+    with serving(ImperfectModel(list(all_entries()), chosen).completion) as url:
         spadework_verdicts(url, "chat", list(chosen), tmp_path)
     written = runs.results(tmp_path)
     assert written["bfcl_eval"] == importlib.metadata.version("bfcl-eval")
