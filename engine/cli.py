@@ -246,10 +246,11 @@ def mock_server(
     )
     # Injected faults drop connections and outlive client deadlines on purpose; aiohttp would log each as an error.
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    application = build_app(settings)  # its worlds are loaded before it says it is serving
     sock = bind(host, port, backlog=16384)  # thousands of clients connect at once in the benchmarks
     bound_host, bound_port = sock.getsockname()[:2]
     print(f"serving mock model on http://{bound_host}:{bound_port}/v1", flush=True)
-    web.run_app(build_app(settings), sock=sock, print=None, access_log=None, handle_signals=True)
+    web.run_app(application, sock=sock, print=None, access_log=None, handle_signals=True)
 
 
 def serve(

@@ -17,6 +17,7 @@ from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
 from toolworlds.play import LocalEpisode
 from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxEpisode, SandboxPool, WorldInfo
+from toolworlds.sandboxed import load_file
 
 
 class Environment(Protocol):
@@ -116,8 +117,9 @@ class SandboxWorlds:
 
     @classmethod
     async def load(cls, pool: SandboxPool, path: Path) -> SandboxWorlds:
-        """Load a model-written file; raises `WorldLoadError` with the reason when it does not load."""
-        return cls(pool, await pool.load(path.read_text(errors="replace"), path.name))
+        """Load a model-written file as `validate` judges it (extracted and repaired); raises `WorldLoadError`
+        with the reason when it does not load."""
+        return cls(pool, await load_file(pool, path))
 
     def __call__(self) -> Environment:
         return SandboxEnvironment(self.pool, self.world, self.tools)

@@ -67,3 +67,34 @@ def test_a_sandboxed_world_serves_the_session_api() -> None:
             "score": 1.0, "done": True, "steps": 3, "scorecard": "+ borrowed the book"}  # fmt: skip
         assert client.get(f"/sessions/{session}/snapshot").json()["state"]["books"][book]["on_loan"] is True
         assert client.get("/openapi.json").json()["info"]["title"] == "spadework toolworld: library"
+
+
+def braced_world(tmp_path: Path) -> Path:
+    """The library world as a small model writes it: a literal `\\boxed{done}` in an f-string, which fails at
+    run time (`NameError: name 'done' is not defined`) unless the repair gate escapes the braces."""
+    source = Path(LIBRARY).read_text()
+    original = "instruction=f\"Borrow '{self.wanted}' for me.\""
+    assert original in source
+    path = tmp_path / "braced.py"
+    path.write_text(source.replace(original, "instruction=f\"Borrow '{self.wanted}', then say \\\\boxed{done}.\""))
+    return path
+
+
+def test_every_command_runs_the_code_validate_judged(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from toolworlds.sandboxed import describe, sandboxed_app
+
+    world = braced_world(tmp_path)
+    fixed = tmp_path / "fixed.py"
+    validated = runner.invoke(app, ["toolworld", "validate", str(world), "--seeds", "2", "--write-source", str(fixed)])
+    assert validated.exit_code == 0, validated.output
+    assert "escaped literal braces" in validated.output and "{{done}}" in fixed.read_text()
+    played = runner.invoke(app, ["toolworld", "play", str(world), "--seed", "3", "--policy", "oracle", "--json"])
+    assert played.exit_code == 0, played.output
+    transcript = json.loads(played.stdout)
+    assert transcript["score"] == 1.0 and "\\boxed{done}" in json.dumps(transcript)
+    with TestClient(sandboxed_app(world, describe(world))) as client:
+        created = client.post("/sessions", json={"seed": 3})
+        assert created.status_code == 201, created.text
+        assert created.json()["task"]["instruction"].endswith("then say \\boxed{done}.")

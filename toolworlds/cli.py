@@ -216,6 +216,13 @@ def validate(
     file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A world's .py file, or a model's reply.")],
     seeds: Annotated[int, typer.Option(min=1, help="Smoke-test seeds 0..SEEDS-1.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
+    write_source: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write the code the gates judged (extracted and repaired), which is what play, serve "
+            "and rollout run, to this file."
+        ),
+    ] = None,
 ) -> None:
     """Run model-written code through every gate (extract, repair, policy, sandbox load, smoke test).
 
@@ -224,6 +231,8 @@ def validate(
     from toolworlds.untrusted.validate import run_validation
 
     verdict = run_validation(file.read_text(errors="replace"), range(seeds), filename=file.name)
+    if write_source is not None and verdict.source is not None:
+        write_source.write_text(verdict.source)
     if as_json:
         typer.echo(json.dumps(verdict.summary(), indent=2))
     else:
@@ -236,6 +245,9 @@ def validate(
             for check in verdict.checks:
                 checks.add_row(check.name, _verdict_word(check.passed), check.detail)
             console.print(checks)
+        if verdict.fixes:
+            console.print(f"Judged (and run by play, serve and rollout) as repaired: {'; '.join(verdict.fixes)}."
+                          + ("" if write_source else " --write-source FILE writes that code out."))  # fmt: skip
     if not verdict.valid:
         raise typer.Exit(code=1)
 

@@ -13,14 +13,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import structlog
 from jsonschema import Draft202012Validator
 from starlette.applications import Starlette
 
 from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import OraclePolicy, RandomPolicy
-from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo
+from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo, WorldLoadError
 from toolworlds.sessions import HostedEpisode
 from toolworlds.tool import ArgumentProblem, openai_function, schema_problems
+from toolworlds.untrusted import ExtractionError, Repair, prepare
+
+log = structlog.get_logger()
 
 T = TypeVar("T")
 LOCAL_DEFS = "#/$defs/"
@@ -87,12 +91,30 @@ class DescribedWorld:
         return [tool.openai_function() for tool in self._tools]
 
 
+def prepared_file(path: Path) -> Repair:
+    """A model-written file as `validate`'s gates judge it (extracted and repaired): the code every command
+    runs. The fixes are logged, so what runs is never a silent rewrite."""
+    try:
+        prepared = prepare(path.read_text(errors="replace"))
+    except ExtractionError as error:
+        raise WorldLoadError(f"{path.name}: {error}") from None
+    if prepared.fixes:
+        log.warning("model-written world repaired before it runs, as validate judged it", file=str(path),
+                    fixes=prepared.fixes)  # fmt: skip
+    return prepared
+
+
+async def load_file(pool: SandboxPool, path: Path) -> WorldInfo:
+    """Load a model-written file into `pool` as the gates judge it (`prepared_file`)."""
+    return await pool.load(prepared_file(path).source, path.name)
+
+
 def in_sandbox(path: Path, work: Callable[[SandboxPool, WorldInfo], Awaitable[T]]) -> T:
     """Load `path` into a one-zygote sandbox, run `work` on it, and tear the sandbox down."""
 
     async def run() -> T:
         async with SandboxPool(SandboxSettings(zygotes=1)) as pool:
-            return await work(pool, await pool.load(path.read_text(errors="replace"), path.name))
+            return await work(pool, await load_file(pool, path))
 
     return anyio.run(run)
 
@@ -123,7 +145,7 @@ class SandboxedEpisodes:
     """
 
     def __init__(self, path: Path) -> None:
-        self.source = path.read_text(errors="replace")
+        self.source = prepared_file(path).source
         self.filename = path.name
         self._pool: SandboxPool | None = None
         self._world: WorldInfo | None = None

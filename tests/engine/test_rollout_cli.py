@@ -16,6 +16,7 @@ import pytest
 from tests.engine.conftest import mock_model
 from tests.procfs import process_stats
 from tests.servers import SPADEWORK
+from toolworlds.untrusted import prepare
 
 WIDE = {**os.environ, "COLUMNS": "250", "NO_COLOR": "1"}
 
@@ -107,11 +108,18 @@ def test_an_unreachable_endpoint_marks_episodes_not_the_run(tmp_path: Path) -> N
     assert [record["cause"] for record in records] == ["endpoint:connection"] * 3
 
 
-def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path) -> None:
-    """`--world file.py` (no class) is untrusted: loaded and played only in sandbox workers."""
+@pytest.mark.parametrize("written", ["as is", "needing repair"])
+def test_a_model_written_file_is_played_in_the_sandbox(tmp_path: Path, written: str) -> None:
+    """`--world file.py` (no class) is untrusted: loaded and played only in sandbox workers, as `validate`
+    judges it (a literal `{done}` in an f-string, which fails unrepaired, is escaped first)."""
     world = tmp_path / "library.py"
-    world.write_text(Path("toolworlds/examples/library.py").read_text())
-    with mock_model("--world", f"{world}:LibraryWorld") as url:  # the mock knows the oracle plan; it is no engine
+    source = Path("toolworlds/examples/library.py").read_text()
+    if written == "needing repair":
+        source = source.replace('for me."', 'for me, then say \\\\boxed{done}."')
+        assert "boxed{done}" in source
+    world.write_text(prepare(source).source)  # the mock learns the oracle plan from the repaired code at start-up
+    with mock_model("--world", f"{world}:LibraryWorld") as url:  # (it is no engine), then the file is as written
+        world.write_text(source)
         command = [*SPADEWORK, "rollout", "--world", str(world), "--endpoint", url, "--out", str(tmp_path / "run"),
                    "--no-progress", "--tasks", "6", "--hints", "both"]  # fmt: skip
         completed = run(command)

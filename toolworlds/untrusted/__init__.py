@@ -6,7 +6,7 @@ that passes them still runs only in sandbox processes, one per episode.
 
 from toolworlds.untrusted.extract import MAX_SOURCE_BYTES, ExtractionError, extract_source
 from toolworlds.untrusted.policy import ALLOWED_MODULES, Violation, check_policy
-from toolworlds.untrusted.repair import Repair, repair
+from toolworlds.untrusted.repair import Repair, prepare, repair
 
 __all__ = [
     "ALLOWED_MODULES",
@@ -16,5 +16,6 @@ __all__ = [
     "Violation",
     "check_policy",
     "extract_source",
+    "prepare",
     "repair",
 ]

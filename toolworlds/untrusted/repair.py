@@ -16,6 +16,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from toolworlds.untrusted.braces import repair_braces
+from toolworlds.untrusted.extract import extract_source
 
 MODULE_NAMES = ("random", "math", "json", "re", "itertools", "functools", "statistics", "string", "datetime")
 FROM_IMPORTS = {
@@ -35,6 +36,12 @@ class Repair:
 
     source: str
     fixes: list[str] = field(default_factory=list)
+
+
+def prepare(text: str) -> Repair:
+    """The code the gates judge, and so the code every command runs: the world extracted from `text` (a model's
+    reply, or a file) with this gate's fixes. Raises `ExtractionError` when there is no code to extract."""
+    return repair(extract_source(text))
 
 
 def repair(source: str) -> Repair:
