@@ -20,13 +20,16 @@ from engine.cli import (
     EndpointOption,
     LocalModelOption,
     LocalParallelOption,
+    MaxFailedShareOption,
     ProgressOption,
     RequestTimeoutOption,
     embedded_unless,
     endpoint_urls,
+    exit_if_infrastructure_failed,
 )
 from engine.settings import Calls, EpisodeSettings, Mode
-from engine.store import StoreError
+from engine.store import StoreError, read_records
+from engine.trajectory import EpisodeRecord
 
 if TYPE_CHECKING:
     from benchmarks.bfcl.run import Summary
@@ -67,6 +70,7 @@ def bfcl_v4(
     local_model: LocalModelOption = "default",
     local_parallel: LocalParallelOption = 4,
     out: OutOption = None,
+    max_failed_share: MaxFailedShareOption = 0.5,
     progress: ProgressOption = True,
 ) -> None:
     """BFCL v4 multi-turn with the official loop semantics, backends and checker (from bfcl-eval)."""
@@ -74,7 +78,7 @@ def bfcl_v4(
     from benchmarks.bfcl.data import categories as parse_categories
     from benchmarks.bfcl.environment import ENGINE_MODES
     from benchmarks.bfcl.episode import POLICIES
-    from benchmarks.bfcl.play import BFCLRun
+    from benchmarks.bfcl.play import BFCLRun, seeds_of
     from benchmarks.bfcl.run import RunMismatch, run_bfcl, run_bfcl_model
 
     if policy is not None and policy not in POLICIES:
@@ -109,6 +113,8 @@ def bfcl_v4(
     table.add_row("overall (mean)", f"{summary.overall:.1%}", str(sum(summary.entries.values())))
     Console().print(table)
     Console().print(f"results: {out / 'results.json'}, {out / 'results.md'} ({summary.seconds:.0f} s)")
+    if policy is None:
+        exit_if_infrastructure_failed(played_records(out, seeds_of(chosen)), max_failed_share)
 
 
 @bench_app.command("acebench")
@@ -144,6 +150,7 @@ def acebench(
     local_model: LocalModelOption = "default",
     local_parallel: LocalParallelOption = 4,
     out: OutOption = None,
+    max_failed_share: MaxFailedShareOption = 0.5,
     progress: ProgressOption = True,
 ) -> None:
     """ACEBench Agent (multi-turn with a simulated user, and multi-step), scored by end state and process."""
@@ -180,6 +187,13 @@ def acebench(
         table.add_row(language, "agent score", f"{value:.1%}", "", "")
     Console().print(table)
     Console().print(f"results: {out / 'results.json'}, {out / 'results.md'} ({summary.seconds:.0f} s)")
+    exit_if_infrastructure_failed(played_records(out, seeds), max_failed_share)
+
+
+def played_records(out: Path, seeds: list[int]) -> list[EpisodeRecord]:
+    """The last record of each chosen episode in the run folder (a resumed run holds others too)."""
+    wanted = set(seeds)
+    return [record for record in read_records(out) if record.key.seed in wanted]
 
 
 def _names(text: str, allowed: tuple[str, ...], option: str) -> list[str]:

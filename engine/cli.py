@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
@@ -28,10 +28,11 @@ from engine.llama_server import (
 from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
-from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
+from engine.rollout import Hints, RolloutPlan, RolloutStats, infrastructure_failure, run_rollout
 from engine.settings import Completions, EpisodeSettings, Mode
-from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan
+from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan, read_records
 from engine.templates import CHATML_WITH_TOOLS, load_template
+from engine.trajectory import EpisodeRecord
 from engine.transport import TransportKind
 from toolworlds.registry import UnknownWorldError, is_model_written
 from toolworlds.sandbox import SandboxPool, WorldLoadError
@@ -47,6 +48,12 @@ LocalModelOption = Annotated[
 ]
 LocalParallelOption = Annotated[int, typer.Option(min=1, help="Without --endpoint: the server's batch slots.")]
 RequestTimeoutOption = Annotated[float, typer.Option(min=0.01, help="Seconds per request attempt.")]
+MaxFailedShareOption = Annotated[
+    float,
+    typer.Option(min=0.0, max=1.0, help="Exit with status 3 when more than this share of the episodes played (or "
+                 "all of them) failed for infrastructure reasons (endpoint, sandbox); a rerun plays those again."),
+]  # fmt: skip
+INFRASTRUCTURE_EXIT = 3
 ProgressOption = Annotated[
     bool, typer.Option(help="Show progress: a live bar on a terminal, else a log line every 10 s.")
 ]
@@ -97,6 +104,7 @@ def rollout(
     ] = "auto",
     backend: Annotated[Literal["asyncio", "trio"], typer.Option(help="AnyIO backend.")] = "asyncio",
     run_id: Annotated[str | None, typer.Option(help="Run id (default: kept from --out, or a new one).")] = None,
+    max_failed_share: MaxFailedShareOption = 0.5,
     progress: ProgressOption = True,
 ) -> None:
     """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""
@@ -163,7 +171,8 @@ def rollout(
             )
             await run_rollout(plan, store, pool, environments, concurrency, stats)
 
-    log.info("rollout starting", run=run_id, out=str(out), planned=plan.size, already_done=len(store.finished))
+    log.info("rollout starting", run=run_id, out=str(out), planned=plan.size, already_done=len(store.finished),
+             failed_before=len(store.failed))  # fmt: skip
     interrupted = False
     with ExitStack() as stack:
         stack.enter_context(store)
@@ -179,6 +188,16 @@ def rollout(
     log.info("rollout finished" if not interrupted else "rollout interrupted", run=run_id, stored=len(store.finished))
     if interrupted:
         raise typer.Exit(130)
+    exit_if_infrastructure_failed(read_records(out), max_failed_share)
+
+
+def exit_if_infrastructure_failed(records: Iterable[EpisodeRecord], max_share: float) -> None:
+    """A run whose episodes mostly failed for infrastructure reasons says why in one line and exits 3."""
+    failure = infrastructure_failure(records, max_share)
+    if failure is not None:
+        Console(stderr=True).print(f"[red]error:[/red] {failure}: run the same command again to play them",
+                                   highlight=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(INFRASTRUCTURE_EXIT)
 
 
 def embedded_unless(endpoints: list[str], local_model: str, parallel: int) -> ServerSettings | None:

@@ -121,6 +121,33 @@ class RolloutStats:
         return self.reward_sum / self.rewarded if self.rewarded else None
 
 
+class InfrastructureFailure(RuntimeError):
+    """Plays that mostly failed for infrastructure reasons: not outcomes to learn from; the message says why."""
+
+
+def require_played(records: list[EpisodeRecord], max_share: float) -> list[EpisodeRecord]:
+    """`records`, unless they failed as a whole (`infrastructure_failure`): then `InfrastructureFailure`."""
+    failure = infrastructure_failure(records, max_share)
+    if failure is not None:
+        raise InfrastructureFailure(failure)
+    return records
+
+
+def infrastructure_failure(records: Iterable[EpisodeRecord], max_share: float) -> str | None:
+    """Why a run failed as a whole, or None: all of its episodes, or more than `max_share` of them, last failed
+    for infrastructure reasons (the endpoint or the sandbox, not the model). `records`: each episode's last."""
+    played, causes = 0, Counter[str]()
+    for record in records:
+        played += 1
+        if record.status == "infra_error":
+            causes[record.cause or "unknown"] += 1
+    failed = causes.total()
+    if not failed or (failed < played and failed <= max_share * played):
+        return None
+    listed = ", ".join(f"{cause} {count}" for cause, count in causes.most_common(3))
+    return f"{failed} of {played} episodes failed for infrastructure reasons ({listed}); they count as not played"
+
+
 async def run_rollout(
     plan: Plan,
     store: TrajectoryStore,

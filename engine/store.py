@@ -6,6 +6,10 @@
 Each record is written with a single `write` and flushed at once, so a process killed with SIGKILL
 loses at most the line it was writing. Opening the store again repairs such a torn last line (it is cut
 off and counted) and reports which episode keys are finished, so a resumed run repeats none of them.
+
+An infrastructure failure (`infra_error`: the endpoint or the sandbox failed, not the model) is not an
+outcome: its record stays in the file as the attempt it was, but the episode is not finished, so a resumed
+run plays it again, and readers see only an episode's last record.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class TrajectoryStore:
         self.directory = directory
         self.path = directory / EPISODES_FILE
         self.finished: set[str] = set()
+        self.failed: set[str] = set()  # keys whose last record is an infrastructure failure: played again
         self.torn_lines = 0
         self._file: IO[bytes] | None = None
 
@@ -75,15 +80,23 @@ class TrajectoryStore:
             key = record.key.text
             if key in self.finished:
                 raise StoreError(f"{self.path}:{number}: episode {key} is recorded twice")
-            self.finished.add(key)
+            self._note(record)
 
     def append(self, record: EpisodeRecord) -> None:
-        """Write one finished episode; it is on disk (in the page cache) when this returns."""
+        """Write one played episode; it is on disk (in the page cache) when this returns."""
         if self._file is None:
             raise StoreError("the store is closed")
         self._file.write(record.model_dump_json().encode() + b"\n")
         self._file.flush()
-        self.finished.add(record.key.text)
+        self._note(record)
+
+    def _note(self, record: EpisodeRecord) -> None:
+        key = record.key.text
+        if record.status == "infra_error":
+            self.failed.add(key)
+        else:
+            self.failed.discard(key)
+            self.finished.add(key)
 
     def close(self) -> None:
         if self._file is not None:
@@ -100,7 +113,21 @@ class TrajectoryStore:
 
 
 def read_records(directory: Path) -> Iterator[EpisodeRecord]:
-    """Stream a run's records in the order they finished (a torn last line, if any, is skipped)."""
+    """Stream each episode's last record, in the order they finished (an infrastructure failure that a later
+    attempt replaced is skipped, and so is a torn last line)."""
+    path = directory / EPISODES_FILE
+    if not path.exists():
+        raise StoreError(f"{directory} has no {EPISODES_FILE}; is it a rollout's --out directory?")
+    last: dict[str, int] = {}
+    for number, record in enumerate(read_attempts(directory), start=1):
+        last[record.key.text] = number
+    for number, record in enumerate(read_attempts(directory), start=1):
+        if last[record.key.text] == number:
+            yield record
+
+
+def read_attempts(directory: Path) -> Iterator[EpisodeRecord]:
+    """Stream every record, failed attempts that were played again included (a torn last line is skipped)."""
     path = directory / EPISODES_FILE
     if not path.exists():
         raise StoreError(f"{directory} has no {EPISODES_FILE}; is it a rollout's --out directory?")

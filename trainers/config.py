@@ -124,6 +124,10 @@ class RunConfig(_Section):
     eval_suite: SuiteName = Field("reference", description="The held-out suite the lift is measured on.")
     eval_tasks: int = Field(20, ge=1, description="Held-out tasks of eval_suite per world, one plain play each.")
     checkpoint_every: int = Field(1, ge=1, description="Iterations between checkpoints (`--resume` continues there).")
+    max_failed_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="Stop the run (exit 3) when more than this share of a set of plays, or all "
+        "of them, failed for infrastructure reasons (endpoint, sandbox): they are not outcomes to train on.",
+    )  # fmt: skip
     seed: int = 0
 
 

@@ -31,7 +31,7 @@ from engine.endpoints import EndpointPool
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.episode import shared_opening
 from engine.report import live_progress
-from engine.rollout import RolloutPlan, RolloutStats, run_rollout
+from engine.rollout import RolloutPlan, RolloutStats, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
@@ -342,7 +342,7 @@ class SelfPlay:
         stats = RolloutStats(planned=plan.size)
         with TrajectoryStore.open(directory, plan) as store, live_progress(stats, self.console, True, directory.name):
             await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency, stats)
-        return list(read_records(directory))
+        return require_played(list(read_records(directory)), self.config.run.max_failed_share)
 
     async def _share_opening(self, worlds: Callable[[], Environment]) -> None:
         """Every play of a world opens with the same rules and tool schemas: have the server compute them once."""

@@ -17,9 +17,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from engine.cli import INFRASTRUCTURE_EXIT
 from engine.endpoints import EndpointPool
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
 from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
+from engine.rollout import InfrastructureFailure
 from engine.settings import Completions, EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
@@ -108,7 +110,12 @@ def train(
             except ServerStartError as error:
                 raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
         urls = [server.base_url] if server else list(config.policy.endpoints)
-        anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks)
+        try:
+            anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks)
+        except InfrastructureFailure as error:
+            Console(stderr=True).print(f"[red]error:[/red] {error}: continue with --resume {out} once it is fixed",
+                                       highlight=False, soft_wrap=True)  # fmt: skip
+            raise typer.Exit(INFRASTRUCTURE_EXIT) from None
     Console().print(_held_out_table(read_held_out(out)))
 
 
@@ -211,6 +218,7 @@ async def _run(
         ),
         memory_examples=0 if config.ablations.no_memory else 1,
         format=config.designer.format,
+        max_failed_share=config.run.max_failed_share,
         # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
         # shares the longest prefix with it, so each episode finds its own history there and a turn reads only
         # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).

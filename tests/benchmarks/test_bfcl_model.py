@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from tests.benchmarks import runs
 from tests.benchmarks.runs import results
 from tests.engine.conftest import mock_model
 from toolworlds.core import ToolCall
+from toolworlds.serving import launched_command
 
 
 def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -213,3 +215,21 @@ def test_the_embedded_model_plays_a_real_entry(tmp_path: Path) -> None:
     assert summary["endpoint"].startswith("the embedded server (") and summary["entries"] == {"base": 1}
     assert record.key.seed == next(i for i, e in enumerate(all_entries()) if e.id == "multi_turn_base_100")
     assert len(record.turns) >= 2 and all(turn.prompt_tokens for turn in record.turns)
+
+
+def test_an_outage_fails_the_bench_and_a_rerun_plays_what_it_cost(tmp_path: Path) -> None:
+    """Entries an unreachable endpoint cost are not results: the run exits 3 saying why, and the same command,
+    once the endpoint is up, plays them (the results then have no infrastructure failures)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    command = ["--endpoint", url, "--ids", "multi_turn_base_0,multi_turn_base_1", "--out", str(tmp_path)]
+    down = bench(*command)
+    assert down.returncode == 3, down.stderr[-2000:]
+    assert "2 of 2 episodes failed for infrastructure reasons (endpoint:connection 2)" in down.stderr
+    assert results(tmp_path)["infra_errors"] == 2
+    with launched_command("mock-server", "--script", "bfcl", "--port", str(port)):
+        up = bench(*command)
+    assert up.returncode == 0, up.stderr[-2000:]
+    assert results(tmp_path)["infra_errors"] == 0 and results(tmp_path)["accuracy"] == {"base": 1.0}

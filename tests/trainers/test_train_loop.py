@@ -14,6 +14,7 @@ import pytest
 
 from engine.endpoints import EndpointPool
 from engine.local_models import default_gguf
+from engine.rollout import InfrastructureFailure
 from engine.settings import EpisodeSettings
 from tests.engine.conftest import mock_model
 from tests.servers import SPADEWORK
@@ -147,3 +148,15 @@ def test_a_held_out_reference_play_never_becomes_a_training_row(tmp_path: Path) 
     loop.rows(None, [record(HELD_OUT_FIRST_SEED - 1)])
     with pytest.raises(HeldOutSeedError, match="orders/10000003 is on a held-out seed"):
         loop.rows(None, [record(HELD_OUT_FIRST_SEED - 1), record(HELD_OUT_FIRST_SEED + 3)])
+
+
+@pytest.mark.anyio
+async def test_plays_an_outage_cost_stop_the_loop_instead_of_training_on_nothing(tmp_path: Path) -> None:
+    world = tmp_path / "library.py"
+    world.write_text(EXAMPLE_WORLD)
+    outage = ["--fault-rate", "1", "--faults", "5xx"]
+    faulty = mock_model("--tokenizer", str(default_gguf()), "--design", str(world), *outage)
+    failed = r"of \d+ episodes failed for infrastructure reasons \(endpoint"
+    with faulty as url, pytest.raises(InfrastructureFailure, match=failed):
+        await iterations(tmp_path / "run", url, None)
+    assert not (tmp_path / "run" / "train.jsonl").exists(), "no iteration may be reported from plays that failed"
