@@ -125,22 +125,27 @@ class InfrastructureFailure(RuntimeError):
     """Plays that mostly failed for infrastructure reasons: not outcomes to learn from; the message says why."""
 
 
-def require_played(records: list[EpisodeRecord], max_share: float) -> list[EpisodeRecord]:
+def require_played(records: list[EpisodeRecord], max_share: float, endpoint_only: bool = False) -> list[EpisodeRecord]:
     """`records`, unless they failed as a whole (`infrastructure_failure`): then `InfrastructureFailure`."""
-    failure = infrastructure_failure(records, max_share)
+    failure = infrastructure_failure(records, max_share, endpoint_only)
     if failure is not None:
         raise InfrastructureFailure(failure)
     return records
 
 
-def infrastructure_failure(records: Iterable[EpisodeRecord], max_share: float) -> str | None:
+def infrastructure_failure(
+    records: Iterable[EpisodeRecord], max_share: float, endpoint_only: bool = False
+) -> str | None:
     """Why a run failed as a whole, or None: all of its episodes, or more than `max_share` of them, last failed
-    for infrastructure reasons (the endpoint or the sandbox, not the model). `records`: each episode's last."""
+    for infrastructure reasons (the endpoint or the sandbox, not the model). `records`: each episode's last.
+    `endpoint_only` counts only the endpoint's failures: where worlds are model-written, a world that crashes
+    or hangs in the sandbox is that world's outcome (its plays are masked), not a broken run."""
     played, causes = 0, Counter[str]()
     for record in records:
         played += 1
-        if record.status == "infra_error":
-            causes[record.cause or "unknown"] += 1
+        cause = record.cause or "unknown"
+        if record.status == "infra_error" and (cause.startswith("endpoint:") or not endpoint_only):
+            causes[cause] += 1
     failed = causes.total()
     if not failed or (failed < played and failed <= max_share * played):
         return None

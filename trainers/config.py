@@ -126,7 +126,8 @@ class RunConfig(_Section):
     checkpoint_every: int = Field(1, ge=1, description="Iterations between checkpoints (`--resume` continues there).")
     max_failed_share: float = Field(
         0.5, ge=0.0, le=1.0, description="Stop the run (exit 3) when more than this share of a set of plays, or all "
-        "of them, failed for infrastructure reasons (endpoint, sandbox): they are not outcomes to train on.",
+        "of them, failed because the policy's endpoint did: they are not outcomes to train on (a model-written "
+        "world that crashes or hangs in the sandbox is that world's outcome: its plays are masked).",
     )  # fmt: skip
     seed: int = 0
 

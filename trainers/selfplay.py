@@ -342,7 +342,7 @@ class SelfPlay:
         stats = RolloutStats(planned=plan.size)
         with TrajectoryStore.open(directory, plan) as store, live_progress(stats, self.console, True, directory.name):
             await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency, stats)
-        return require_played(list(read_records(directory)), self.config.run.max_failed_share)
+        return require_played(list(read_records(directory)), self.config.run.max_failed_share, endpoint_only=True)
 
     async def _share_opening(self, worlds: Callable[[], Environment]) -> None:
         """Every play of a world opens with the same rules and tool schemas: have the server compute them once."""

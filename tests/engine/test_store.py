@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from engine.rollout import RolloutPlan
+from engine.rollout import RolloutPlan, infrastructure_failure
 from engine.settings import EpisodeSettings
-from engine.store import StoreError, TrajectoryStore, read_records
+from engine.store import StoreError, TrajectoryStore, read_attempts, read_records
 from engine.trajectory import EpisodeKey, EpisodeRecord, TokenTrace
 
 
@@ -19,11 +19,12 @@ def plan(**changes: object) -> RolloutPlan:
     return RolloutPlan.model_validate(fields)
 
 
-def record(seed: int, sample: int = 0) -> EpisodeRecord:
+def record(seed: int, sample: int = 0, cause: str | None = None) -> EpisodeRecord:
+    """An episode that scored 1.0, or (given a `cause`) one that failed for infrastructure reasons."""
     key = EpisodeKey(world="banking", seed=seed, sample=sample, hinted=False)
     return EpisodeRecord(
-        run="r", key=key, mode="chat", model="m", status="ok", reward=1.0, messages=[], turns=[],
-        started_at=0.0, duration_s=0.1,
+        run="r", key=key, mode="chat", model="m", status="infra_error" if cause else "ok", cause=cause,
+        reward=None if cause else 1.0, messages=[], turns=[], started_at=0.0, duration_s=0.1,
     )  # fmt: skip
 
 
@@ -70,6 +71,38 @@ def test_a_duplicate_key_is_refused(tmp_path: Path) -> None:
         store.append(record(0))
     with pytest.raises(StoreError, match="recorded twice"):
         TrajectoryStore.open(tmp_path, plan())
+
+
+def test_an_infrastructure_failure_is_an_attempt_a_reopened_store_plays_again(tmp_path: Path) -> None:
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        store.append(record(0))
+        store.append(record(1, cause="endpoint:connection"))
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        assert store.finished == {record(0).key.text} and store.failed == {record(1).key.text}
+        store.append(record(1, cause="endpoint:timeout"))  # failed again: still to play
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        assert store.failed == {record(1).key.text}
+        store.append(record(1))
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        assert store.finished == {record(0).key.text, record(1).key.text} and not store.failed
+        store.append(record(1))  # a second outcome for a finished episode is corrupt
+    with pytest.raises(StoreError, match="recorded twice"):
+        TrajectoryStore.open(tmp_path, plan())
+    assert [(r.key.seed, r.status) for r in read_records(tmp_path)] == [(0, "ok"), (1, "ok")]
+    assert [r.cause for r in read_attempts(tmp_path)] == [None, "endpoint:connection", "endpoint:timeout", None, None]
+
+
+def test_a_run_fails_as_a_whole_on_most_or_all_episodes_failing_for_infrastructure() -> None:
+    down = [record(seed, cause="endpoint:connection") for seed in range(3)]
+    assert infrastructure_failure(down, 1.0) == (
+        "3 of 3 episodes failed for infrastructure reasons (endpoint:connection 3); they count as not played"
+    )
+    mixed = [record(0), record(1, cause="endpoint:http_500"), record(2, cause="world_quarantined")]
+    assert infrastructure_failure(mixed, 0.5) is not None and infrastructure_failure(mixed, 0.7) is None
+    # Where worlds are model-written, a world that crashes is that world's outcome, not a broken run.
+    assert infrastructure_failure(mixed, 0.4, endpoint_only=True) is None
+    assert infrastructure_failure(mixed, 0.3, endpoint_only=True) is not None
+    assert infrastructure_failure([], 0.0) is None
 
 
 def test_reading_a_directory_that_is_not_a_run(tmp_path: Path) -> None:

@@ -235,7 +235,7 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directo
         await run_rollout(plan, store, run.endpoints, environments, run.settings.concurrency)
     plays = [
         Play(record.key.hinted, None if record.status == "infra_error" else record.reward)
-        for record in require_played(list(read_records(directory)), run.settings.max_failed_share)
+        for record in require_played(list(read_records(directory)), run.settings.max_failed_share, endpoint_only=True)
     ]
     return regret_of(plays)
 
