@@ -177,3 +177,50 @@ def test_a_taken_port_fails_with_one_clear_line() -> None:
         )
     assert result.returncode != 0
     assert f"port {port} on 127.0.0.1 is already in use" in result.stderr
+
+
+def test_hostile_bodies_get_json_errors_with_fitting_statuses(client: Client) -> None:
+    session = client.request("POST", "/sessions", "/sessions", {"seed": 1})["session_id"]
+    template = "/sessions/{session_id}/step"
+    nested = client.request("POST", f"/sessions/{session}/step", template, raw=b"[" * 100_000)
+    assert client.last_status == 400 and nested["error"]["code"] == "invalid_json"
+    assert "nested too deeply" in nested["error"]["message"]
+    big = b'{"kind": "finish", "answer": "' + b"x" * 2_000_000 + b'"}'
+    refused = client.request("POST", f"/sessions/{session}/step", template, raw=big)
+    assert client.last_status == 413 and refused["error"]["code"] == "body_too_large"
+    streamed = client.http.post(f"/sessions/{session}/step", content=iter([b"[" + b" " * 600_000] * 2))
+    assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "body_too_large"  # no length given
+    progress = client.request("GET", f"/sessions/{session}", "/sessions/{session_id}")
+    assert progress["steps"] == 0 and not progress["done"], "a refused body changes nothing"
+
+
+class GradeRaises(WORLDS["banking"]):  # type: ignore[misc, valid-type]
+    """A world whose scorer has a bug."""
+
+    def grade(self) -> Any:
+        raise KeyError("balance")
+
+
+def test_a_world_that_raises_ends_its_episode_in_a_defined_state() -> None:
+    from starlette.testclient import TestClient
+
+    from toolworlds.http import create_app
+
+    with TestClient(create_app(GradeRaises, max_body_bytes=3_000_000)) as http:
+        session = http.post("/sessions", json={"seed": 1}).json()["session_id"]
+        scored = http.get(f"/sessions/{session}/score")
+        assert scored.status_code == 500 and scored.json()["error"]["code"] == "world_error"
+        message = scored.json()["error"]["message"]
+        assert message.startswith("the world's grade raised KeyError: 'balance' (in grade, test_http.py line "), message
+        tool = next(spec.name for spec in GradeRaises.tools() if not spec.required_arguments)
+        after = http.post(f"/sessions/{session}/tools/{tool}", json={})
+        assert after.status_code == 409 and after.json()["error"]["code"] == "episode_failed"
+        assert "grade raised KeyError" in after.json()["error"]["message"]
+        assert http.get(f"/sessions/{session}").json()["done"] is True
+        other = http.post("/sessions", json={"seed": 2}).json()["session_id"]
+        finished = http.post(f"/sessions/{other}/finish", json={})
+        assert finished.status_code == 500 and "step raised KeyError: 'balance' (in grade" in finished.text
+        roomy = http.post(
+            f"/sessions/{other}/step", content=b'{"kind": "finish", "answer": "' + b"x" * 2_000_000 + b'"}'
+        )
+        assert roomy.status_code == 409, "a limit raised with --max-body-bytes lets a 2 MB body through"

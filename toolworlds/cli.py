@@ -19,6 +19,7 @@ from rich.table import Table
 from toolworlds.checks import check_world
 from toolworlds.core import Finish, ToolWorld
 from toolworlds.export import export_world
+from toolworlds.http import MAX_BODY_BYTES
 from toolworlds.play import Transcript, play
 from toolworlds.policies import make_policy
 from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
@@ -285,12 +286,15 @@ def serve(
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve as an MCP server instead of the session API.")] = False,
     transport: Annotated[Transport, typer.Option(help="MCP transport: stdio or streamable http.")] = Transport.http,
     capacity: Annotated[int, typer.Option(min=1, help="Most sessions held at once (HTTP session API).")] = 10_000,
+    max_body_bytes: Annotated[
+        int, typer.Option(min=1, help="Largest request body the HTTP session API reads (larger: 413).")
+    ] = MAX_BODY_BYTES,
 ) -> None:
     """Serve a world: the HTTP session API that openapi.json describes, or MCP (stdio / streamable HTTP)."""
     from toolworlds.serving import serve_asgi, serve_mcp_stdio
 
     if is_model_written(name):
-        _serve_sandboxed(Path(name), host, port, mcp, transport, capacity)
+        _serve_sandboxed(Path(name), host, port, mcp, transport, capacity, max_body_bytes)
         return
     world = _world(name)
     if mcp and transport is Transport.stdio:
@@ -303,17 +307,20 @@ def serve(
     else:
         from toolworlds.http import create_app
 
-        serve_asgi(create_app(world, capacity), host, port, f"{world.name} session API")
+        serve_asgi(create_app(world, capacity, max_body_bytes=max_body_bytes), host, port, f"{world.name} session API")
 
 
-def _serve_sandboxed(path: Path, host: str, port: int, mcp: bool, transport: Transport, capacity: int) -> None:
+def _serve_sandboxed(
+    path: Path, host: str, port: int, mcp: bool, transport: Transport, capacity: int, max_body_bytes: int
+) -> None:
     """`serve` for a model-written file: every episode lives in a sandbox process of its own, never in this one."""
     from toolworlds.sandboxed import SandboxedEpisodes, sandboxed_app
     from toolworlds.serving import serve_asgi
 
     described = _sandboxed(str(path), describe)  # loads it once to read its tools and refuse what fails
     if not mcp:
-        serve_asgi(sandboxed_app(path, described, capacity), host, port, f"{described.name} session API (sandboxed)")
+        app = sandboxed_app(path, described, capacity, max_body_bytes)
+        serve_asgi(app, host, port, f"{described.name} session API (sandboxed)")
         return
     from toolworlds.mcp_server import mcp_http_app, run_stdio
 

@@ -146,8 +146,10 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
         reasons = {
             400: "The body is not JSON.",
             404: "No such session.",
-            409: "The episode has ended.",
+            409: "The episode has ended (`episode_over`), or ended when the world's code failed (`episode_failed`).",
+            413: "The body is larger than the server reads (`--max-body-bytes`).",
             422: "The body does not match the schema; `fields` names each problem.",
+            500: "The world's own code failed (`world_error`, naming the method and the error); the episode ends.",
             503: "Too many live sessions.",
         }
         return {k: v for status in statuses for k, v in respond(status, reasons[status], error).items()}
@@ -165,7 +167,8 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
         "/sessions": {"post": {
             "operationId": "create_session", "summary": "Start an episode for a seed; returns the task.",
             "requestBody": body(ref(CreateSession, "CreateSession")),
-            "responses": {**respond(201, "Created.", ref(SessionCreated, "SessionCreated")), **errors(400, 422, 503)},
+            "responses": {**respond(201, "Created.", ref(SessionCreated, "SessionCreated")),
+                          **errors(400, 413, 422, 500, 503)},
         }},
         "/sessions/{session_id}": {
             "parameters": session_param,
@@ -178,21 +181,22 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
             "operationId": "step", "summary": "Gym-style step with any action; bad tool calls come back as error "
             "observations, exactly as an in-process agent sees them.",
             "requestBody": body(ref(ACTION_ADAPTER, "Action")),
-            "responses": {**respond(200, "The step.", step), **errors(400, 404, 409, 422)},
+            "responses": {**respond(200, "The step.", step), **errors(400, 404, 409, 413, 422, 500)},
         }},
         "/sessions/{session_id}/finish": {"parameters": session_param, "post": {
             "operationId": "finish", "summary": "End the episode (with the answer, if the task asked a question).",
             "requestBody": body(ref(FinishRequest, "FinishRequest"), required=False),
-            "responses": {**respond(200, "The final step; `reward` is the score.", step), **errors(400, 404, 409, 422)},
+            "responses": {**respond(200, "The final step; `reward` is the score.", step),
+                          **errors(400, 404, 409, 413, 422, 500)},
         }},
         "/sessions/{session_id}/score": {"parameters": session_param, "get": {
             "operationId": "get_score", "summary": "The score of the state as it is now.",
-            "responses": {**respond(200, "The score.", ref(ScoreReport, "ScoreReport")), **errors(404)},
+            "responses": {**respond(200, "The score.", ref(ScoreReport, "ScoreReport")), **errors(404, 500)},
         }},
         "/sessions/{session_id}/snapshot": {"parameters": session_param, "get": {
             "operationId": "get_snapshot", "summary": "Privileged: the whole episode as JSON, hidden state included, "
             "for debugging. Never show it to the agent.",
-            "responses": {**respond(200, "The snapshot.", ref(Snapshot, "Snapshot")), **errors(404)},
+            "responses": {**respond(200, "The snapshot.", ref(Snapshot, "Snapshot")), **errors(404, 500)},
         }},
     }  # fmt: skip
     for spec in world.tools():
@@ -212,7 +216,7 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
                 "requestBody": body(_ref(arguments), required=bool(spec.required_arguments)),
                 "responses": {
                     **respond(200, "The step: the tool's result or its refusal.", _ref(f"{spec.name}_step")),
-                    **errors(400, 404, 409, 422),
+                    **errors(400, 404, 409, 413, 422, 500),
                 },
             },
         }

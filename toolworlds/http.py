@@ -46,9 +46,26 @@ def _ok(model: BaseModel, status: int = 200) -> JSONResponse:
     return JSONResponse(model.model_dump(mode="json"), status_code=status)
 
 
-async def _json_object(request: Request, required: bool) -> dict[str, Any]:
+MAX_BODY_BYTES = 1_000_000  # a tool's arguments, an action: far more than any world needs
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed `limit` bytes (declared or streamed)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise SessionError(413, "body_too_large", f"the body is {int(declared):,} bytes; the limit is {limit:,}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise SessionError(413, "body_too_large", f"the body exceeds the limit of {limit:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _json_object(request: Request, required: bool, limit: int) -> dict[str, Any]:
     """The request body as a JSON object; an empty body counts as `{}` where the body is optional."""
-    raw = await request.body()
+    raw = await _body(request, limit)
     if not raw.strip(b" \t\r\n"):  # JSON's own whitespace only: a stray form feed is a malformed body
         if required:
             raise SessionError(422, "invalid_request", "this request needs a JSON object as its body")
@@ -57,6 +74,8 @@ async def _json_object(request: Request, required: bool) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError as error:
         raise SessionError(400, "invalid_json", f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise SessionError(400, "invalid_json", "the body is nested too deeply to read") from None
     if not isinstance(value, dict):
         raise SessionError(422, "invalid_request", f"the body must be a JSON object, got {type(value).__name__}")
     return value
@@ -83,11 +102,12 @@ def create_app(
     *,
     episodes: EpisodeFactory | None = None,
     lifespan: Lifespan[Starlette] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Starlette:
     """An ASGI app serving sessions of `world`; each session is an independent episode.
 
     A trusted world class plays in this process; a sandboxed world passes `episodes` (which opens episodes in
-    the sandbox) and the `lifespan` that starts and stops its pool.
+    the sandbox) and the `lifespan` that starts and stops its pool. Every error is a JSON error body.
     """
     if episodes is None:
         assert isinstance(world, type), "a described (sandboxed) world needs an episode factory"
@@ -108,7 +128,7 @@ def create_app(
         return JSONResponse(tools)
 
     async def create_session(request: Request) -> Response:
-        wanted = _parse(CreateSession, await _json_object(request, required=True))
+        wanted = _parse(CreateSession, await _json_object(request, required=True, limit=max_body_bytes))
         session_id, task = await store.create(wanted.seed, wanted.include_hint)
         return _ok(SessionCreated(session_id=session_id, task=task), status=201)
 
@@ -126,14 +146,14 @@ def create_app(
         spec = specs.get(name)
         if spec is None:
             raise SessionError(404, "unknown_tool", f"{world.name} has no tool {name!r}; GET /tools lists them")
-        arguments = await _json_object(request, required=bool(spec.required_arguments))
+        arguments = await _json_object(request, required=bool(spec.required_arguments), limit=max_body_bytes)
         parsed, problems = spec.validate(arguments)
         if parsed is None:
             raise _Invalid(f"invalid arguments for {name}", problems)
         return _ok(await store.call_tool(session_id, name, arguments))
 
     async def step(request: Request) -> Response:
-        data = await _json_object(request, required=True)
+        data = await _json_object(request, required=True, limit=max_body_bytes)
         try:
             action = ACTION_ADAPTER.validate_python(data)
         except ValidationError as error:
@@ -143,7 +163,7 @@ def create_app(
     async def finish(request: Request) -> Response:
         session_id = request.path_params["session_id"]
         store.get(session_id)
-        wanted = _parse(FinishRequest, await _json_object(request, required=False))
+        wanted = _parse(FinishRequest, await _json_object(request, required=False, limit=max_body_bytes))
         return _ok(await store.step(session_id, Finish(answer=wanted.answer)))
 
     async def score(request: Request) -> Response:
@@ -180,5 +200,10 @@ def create_app(
         Route("/sessions/{session_id}/score", score, methods=["GET"]),
         Route("/sessions/{session_id}/snapshot", snapshot, methods=["GET"]),
     ]
-    handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error}
+
+    async def on_unexpected(request: Request, error: Exception) -> Response:
+        return _error(500, "server_error", f"{type(error).__name__}: {error}: {request.method} {request.url.path}")
+
+    handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error,
+                Exception: on_unexpected}  # fmt: skip
     return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)

@@ -17,6 +17,7 @@ import structlog
 from jsonschema import Draft202012Validator
 from starlette.applications import Starlette
 
+from toolworlds.http import MAX_BODY_BYTES
 from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import OraclePolicy, RandomPolicy
 from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo, WorldLoadError
@@ -166,7 +167,9 @@ class SandboxedEpisodes:
         return episode
 
 
-def sandboxed_app(path: Path, world: DescribedWorld, capacity: int = 10_000) -> Starlette:
+def sandboxed_app(
+    path: Path, world: DescribedWorld, capacity: int = 10_000, max_body_bytes: int = MAX_BODY_BYTES
+) -> Starlette:
     """The HTTP session API of a model-written world: each session is an episode in a sandbox process of its own."""
     from toolworlds.http import create_app
 
@@ -177,4 +180,4 @@ def sandboxed_app(path: Path, world: DescribedWorld, capacity: int = 10_000) -> 
         async with episodes.running():
             yield
 
-    return create_app(world, capacity, episodes=episodes, lifespan=lifespan)
+    return create_app(world, capacity, episodes=episodes, lifespan=lifespan, max_body_bytes=max_body_bytes)

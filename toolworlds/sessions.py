@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 import secrets
+import traceback
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel, Field, JsonValue
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
 from toolworlds.play import LocalEpisode
+
+_MACHINERY = Path(__file__).parent  # spadework's own code; its worlds live in reference/ and examples/
+_WORLDS = (_MACHINERY / "reference", _MACHINERY / "examples")
+
+
+def _world_failure(method: str, error: Exception) -> str:
+    """What failed, for the client: the world's method, the error it raised, and where in the world's code
+    (the innermost frame outside spadework's machinery, when the world ran in this process)."""
+    where = ""
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = Path(frame.filename)
+        if not path.is_relative_to(_MACHINERY) or path.is_relative_to(_WORLDS[0]) or path.is_relative_to(_WORLDS[1]):
+            where = f" (in {frame.name}, {path.name} line {frame.lineno})"
+            break
+    return f"the world's {method} raised {type(error).__name__}: {error}{where}"
 
 
 class SessionError(Exception):
@@ -78,7 +95,11 @@ class Session:
     public_task: PublicTask
     steps: int = 0
     done: bool = False
+    failure: str | None = None  # what the world's own code did wrong; the episode ended there
     lock: anyio.Lock = field(default_factory=anyio.Lock)  # one step at a time, so `done` is never stale
+
+
+T = TypeVar("T")
 
 
 EpisodeFactory = Callable[[], Awaitable[HostedEpisode]]
@@ -114,7 +135,12 @@ class SessionStore:
         if len(self._sessions) >= self.capacity:
             await self._evict_one_finished()
         episode = await self.episodes()
-        public = PublicTask.of(await episode.reset(seed), include_hint)
+        try:
+            task = await episode.reset(seed)
+        except Exception as error:  # the world's own code (reset) failed: no session
+            await episode.close()
+            raise SessionError(500, "world_error", _world_failure("reset", error)) from None
+        public = PublicTask.of(task, include_hint)
         session_id = secrets.token_urlsafe(12)
         self._sessions[session_id] = Session(episode=episode, public_task=public)
         return session_id, public
@@ -130,24 +156,37 @@ class SessionStore:
         """Apply an action; a finished session refuses further actions with 409 instead of stepping."""
         session = self.get(session_id)
         async with session.lock:
+            if session.failure is not None:
+                raise SessionError(409, "episode_failed", f"the episode ended when {session.failure}")
             if session.done:
                 message = "the episode has ended; read its score or create a new session"
                 raise SessionError(409, "episode_over", message)
-            result = await session.episode.step(action)
+            result = await self._world(session, "step", session.episode.step(action))
             session.steps += 1
             session.done = result.done
         return result
+
+    async def _world(self, session: Session, method: str, call: Awaitable[T]) -> T:
+        """Await the world's own code; if it fails, the session ends failed and the caller gets a named 500."""
+        try:
+            return await call
+        except Exception as error:
+            session.done, session.failure = True, _world_failure(method, error)
+            raise SessionError(500, "world_error", session.failure) from None
 
     async def call_tool(self, session_id: str, name: str, arguments: dict[str, JsonValue]) -> StepResult:
         return await self.step(session_id, ToolCall(name=name, arguments=arguments))
 
     async def score(self, session_id: str) -> ScoreReport:
         session = self.get(session_id)
-        score, summary = await session.episode.grade()
+        if session.failure is not None:
+            raise SessionError(500, "world_error", f"no score: the episode ended when {session.failure}")
+        score, summary = await self._world(session, "grade", session.episode.grade())
         return ScoreReport(score=score, done=session.done, steps=session.steps, scorecard=summary)
 
     async def snapshot(self, session_id: str) -> dict[str, Any]:
-        return await self.get(session_id).episode.snapshot()
+        session = self.get(session_id)
+        return await self._world(session, "snapshot", session.episode.snapshot())
 
     async def delete(self, session_id: str) -> None:
         session = self.get(session_id)
