@@ -74,17 +74,21 @@ def rollout(
     hints: Annotated[Hints, typer.Option(help="Plays without the hint, with it, or both.")] = "plain",
     model: Annotated[str, typer.Option(help="The model name sent to the server.")] = "default",
     mode: Annotated[
-        Mode, typer.Option(help="chat (tools; native or text calls) or constrained (JSON schema).")
+        Mode,
+        typer.Option(
+            help="chat (tools; native or text calls), constrained (JSON schema) or tokens (the "
+            "engine renders prompts and keeps every token id: for training)."
+        ),
     ] = "chat",
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes live at once.")] = 256,
     max_in_flight: Annotated[int, typer.Option(min=1, help="Requests in flight per endpoint.")] = 4096,
     env_concurrency: Annotated[int, typer.Option(min=1, help="World steps running at once.")] = 64,
-    max_turns: Annotated[int, typer.Option(min=1)] = 30,
+    max_turns: Annotated[int, typer.Option(min=1, help="Model replies per episode before it is cut.")] = 30,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per turn.")] = 512,
     episode_tokens: Annotated[
         int | None, typer.Option(min=1, help="Token budget per episode [default: the embedded server's context].")
     ] = None,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     token_ids: Annotated[
         bool, typer.Option(help="chat: ask for token ids and logprobs (vLLM return_token_ids).")
     ] = False,
@@ -93,9 +97,13 @@ def rollout(
         typer.Option(help="tokens mode: the endpoints' completions API (llama.cpp: its own, with every id)."),
     ] = "openai",
     tokenizer: Annotated[
-        str | None, typer.Option(help="tokens mode: a local Hugging Face tokenizer directory, or 'bytes'.")
+        str | None,
+        typer.Option(
+            help="tokens mode: 'default' or a .gguf (the served model's tokenizer), a local Hugging Face "
+            "tokenizer directory or hub id, or 'bytes'."
+        ),
     ] = None,
-    request_timeout: RequestTimeoutOption = 120.0,
+    request_timeout: RequestTimeoutOption = 600.0,
     episode_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per episode.")] = 1800.0,
     retries: Annotated[int, typer.Option(min=0, help="Extra attempts after a transport failure or 5xx.")] = 3,
     api_key: Annotated[str, typer.Option(envvar="OPENAI_API_KEY", help="Bearer token for the endpoints.")] = "none",
@@ -238,8 +246,8 @@ def mock_server(
     design: Annotated[
         list[Path], typer.Option(exists=True, dir_okay=False, help="World files designer requests get, in turn.")
     ] = [],  # noqa: B006
-    host: Annotated[str, typer.Option()] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8800,
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")] = 8800,
 ) -> None:
     """A scripted OpenAI-compatible model server for tests and benchmarks (not a model)."""
     from aiohttp import web

@@ -24,7 +24,7 @@ from toolworlds.play import Transcript, play
 from toolworlds.policies import make_policy
 from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
 from toolworlds.sandbox import WorldLoadError
-from toolworlds.sandboxed import describe, play_in_sandbox
+from toolworlds.sandboxed import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
 from toolworlds.spec import spec_schema
 
 toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
@@ -89,7 +89,7 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the OpenAI tool list as JSON instead.")] = False,
 ) -> None:
     """A world's tools with their argument schemas."""
-    world = _world(name)
+    world = _sandboxed(name, describe) if is_model_written(name) else _world(name)
     if as_json:
         typer.echo(json.dumps(world.openai_tools(), indent=2))
         return
@@ -168,25 +168,25 @@ def _print_transcript(transcript: Transcript, show_hint: bool) -> None:
 
 @toolworld_app.command("eval")
 def evaluate(
-    names: Annotated[list[str] | None, typer.Argument(help="Worlds to evaluate (default: all).")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Worlds to evaluate, each as NAME takes it (default: all built-in).")
+    ] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Play seeds 0..SEEDS-1.")] = 200,
     policies: Annotated[list[PolicyName] | None, typer.Option("--policy", help="Policies to compare.")] = None,
 ) -> None:
     """Score scripted policies over many seeds and compare them in one table."""
-    worlds = [_world(name) for name in names] if names else list(available_worlds().values())
+    names = names or list(available_worlds())
     policies = policies or [PolicyName.oracle, PolicyName.random]
     table = Table("world", "policy", "episodes", "mean score", "solved", "median tool calls", "variants")
     with Progress(console=console, transient=True) as progress:
-        job = progress.add_task("playing", total=len(worlds) * len(policies) * seeds)
-        for world_class in worlds:
+        job = progress.add_task("playing", total=len(names) * len(policies) * seeds)
+        for name in names:
             for policy in policies:
-                transcripts = []
-                for seed in range(seeds):
-                    transcripts.append(play(world_class(), seed, make_policy(policy.value, seed)))
-                    progress.advance(job)
+                transcripts = _plays(name, range(seeds), policy.value)
+                progress.advance(job, seeds)
                 scores = [t.score for t in transcripts]
                 table.add_row(
-                    world_class.name,
+                    transcripts[0].task.world,
                     policy.value,
                     str(seeds),
                     f"{statistics.mean(scores):.3f}",
@@ -197,13 +197,24 @@ def evaluate(
     console.print(table)
 
 
+def _plays(name: str, seeds: range, policy: str) -> list[Transcript]:
+    """One play of `name` per seed: in this process, or each in the sandbox for a model-written file."""
+    if is_model_written(name):
+        return _sandboxed(name, lambda path: plays_in_sandbox(path, seeds, lambda seed: make_policy(policy, seed)))
+    world = _world(name)
+    return [play(world(), seed, make_policy(policy, seed)) for seed in seeds]
+
+
 @toolworld_app.command()
 def check(
     name: WorldName,
     seeds: Annotated[int, typer.Option(min=1, help="Check seeds 0..SEEDS-1.")] = 50,
 ) -> None:
     """Check that a world keeps the contract (the checks model-written worlds must pass too)."""
-    results = check_world(_world(name), range(seeds))
+    if is_model_written(name):
+        results = _sandboxed(name, lambda path: check_in_sandbox(path, range(seeds)))
+    else:
+        results = check_world(_world(name), range(seeds))
     table = Table("check", "result", "detail", title=f"{name}: contract checks over {seeds} seeds")
     for result in results:
         table.add_row(result.name, _verdict_word(result.passed), result.detail)
@@ -282,9 +293,13 @@ def spec_schema_command() -> None:
 def serve(
     name: WorldName,
     host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to bind; 0 picks a free one (printed on start).")] = 8700,
+    port: Annotated[
+        int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one (printed on start).")
+    ] = 8700,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve as an MCP server instead of the session API.")] = False,
-    transport: Annotated[Transport, typer.Option(help="MCP transport: stdio or streamable http.")] = Transport.http,
+    transport: Annotated[
+        Transport | None, typer.Option(help="With --mcp: stdio or streamable http [default: http].")
+    ] = None,
     capacity: Annotated[int, typer.Option(min=1, help="Most sessions held at once (HTTP session API).")] = 10_000,
     max_body_bytes: Annotated[
         int, typer.Option(min=1, help="Largest request body the HTTP session API reads (larger: 413).")
@@ -292,6 +307,10 @@ def serve(
 ) -> None:
     """Serve a world: the HTTP session API that openapi.json describes, or MCP (stdio / streamable HTTP)."""
     from toolworlds.serving import serve_asgi, serve_mcp_stdio
+
+    if transport is not None and not mcp:
+        raise typer.BadParameter("--transport chooses how MCP is served: add --mcp", param_hint="--transport")
+    transport = transport or Transport.http
 
     if is_model_written(name):
         _serve_sandboxed(Path(name), host, port, mcp, transport, capacity, max_body_bytes)

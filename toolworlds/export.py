@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field, JsonValue, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 from toolworlds.core import ACTION_ADAPTER, ErrorObservation, StepResult, ToolWorld
 from toolworlds.sessions import PublicTask, ScoreReport
@@ -21,6 +21,8 @@ LOCAL_REF = "#/$defs/{model}"
 
 
 class CreateSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt option (`hint`) is refused, not silently ignored
+
     seed: int = Field(description="Which task: the same seed always gives the same task.")
     include_hint: bool = Field(default=False, description="Return the privileged hint with the task.")
 
@@ -38,6 +40,8 @@ class SessionView(BaseModel):
 
 
 class FinishRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     answer: str | None = Field(default=None, description="The answer, when the task asks a question.")
 
 

@@ -7,7 +7,7 @@ the shape the exporters read from a world class, so `export` writes the same fil
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +17,7 @@ import structlog
 from jsonschema import Draft202012Validator
 from starlette.applications import Starlette
 
+from toolworlds.checks import CheckResult, check_driver
 from toolworlds.http import MAX_BODY_BYTES
 from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import OraclePolicy, RandomPolicy
@@ -128,14 +129,36 @@ def describe(path: Path) -> DescribedWorld:
 
 
 def play_in_sandbox(path: Path, seed: int, policy: OraclePolicy | RandomPolicy) -> Transcript:
-    async def play(pool: SandboxPool, world: WorldInfo) -> Transcript:
-        episode = await pool.open(world)
-        try:
-            return await play_driven(episode, seed, policy, world.tools)
-        finally:
-            await episode.close()
+    (transcript,) = plays_in_sandbox(path, [seed], lambda _: policy)
+    return transcript
 
-    return in_sandbox(path, play)
+
+def plays_in_sandbox(
+    path: Path, seeds: Sequence[int], policy: Callable[[int], OraclePolicy | RandomPolicy]
+) -> list[Transcript]:
+    """One play per seed, each an episode in a sandbox process of its own (one sandbox for all of them)."""
+
+    async def play_all(pool: SandboxPool, world: WorldInfo) -> list[Transcript]:
+        transcripts = []
+        for seed in seeds:
+            episode = await pool.open(world)
+            try:
+                transcripts.append(await play_driven(episode, seed, policy(seed), world.tools))
+            finally:
+                await episode.close()
+        return transcripts
+
+    return in_sandbox(path, play_all)
+
+
+def check_in_sandbox(path: Path, seeds: Sequence[int]) -> list[CheckResult]:
+    """The contract checks (`toolworlds.checks`) of a model-written file, played in the sandbox."""
+    from toolworlds.untrusted.validate import SandboxDriver
+
+    async def checked(pool: SandboxPool, world: WorldInfo) -> list[CheckResult]:
+        return (await check_driver(SandboxDriver(pool, world), list(seeds)))[0]
+
+    return in_sandbox(path, checked)
 
 
 class SandboxedEpisodes:
