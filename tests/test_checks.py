@@ -26,6 +26,8 @@ def test_a_sound_world_passes_every_check() -> None:
         (flawed.LeakyHint, "hint helps without the answer", "the hint contains 'B"),
         (flawed.FreeLunch, "doing nothing does not", "already scores 1.0"),
         (flawed.FragileTool, "every tool callable", "renew crashed on"),
+        (flawed.DigitHint, "hint helps without the answer", "the hint contains '"),
+        (flawed.SetOrder, "deterministic per seed", "played in another process differs at turns[0].result.observation"),
     ],
 )
 def test_each_flaw_fails_its_own_check(world: type[ToolWorld[object]], failing: str, detail: str) -> None:
@@ -40,3 +42,9 @@ def test_check_command_exits_nonzero_on_a_flaw() -> None:
     assert good.exit_code == 0 and "FAIL" not in good.output
     bad = runner.invoke(app, ["toolworld", "check", "tests/worlds/flawed.py:FreeLunch", "--seeds", "20"])
     assert bad.exit_code == 1 and "FAIL" in bad.output
+
+
+def test_a_world_that_crashes_is_named_with_its_method_and_line() -> None:
+    (result,) = check_world(flawed.GradeCrash, range(3))
+    assert result.name == "plays at all" and not result.passed
+    assert "KeyError: 'on_loan' (in grade, flawed.py line " in result.detail, result.detail

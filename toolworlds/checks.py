@@ -8,10 +8,15 @@ fails, so a broken world is one command away from a reproducible transcript.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import subprocess
+import sys
+import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
@@ -56,24 +61,77 @@ class Evidence:
     idle: dict[int, float]
     crashes: dict[str, str] = field(default_factory=dict)  # tool -> how a schema-shaped call crashed it
     plans: dict[int, list[ToolCall | Finish]] = field(default_factory=dict)
+    # The reference plays again in another interpreter with another hash seed (trusted worlds: a sandboxed
+    # world's processes all hash with seed 0), where set and dict-of-set orders can differ.
+    elsewhere: dict[int, Transcript] = field(default_factory=dict)
 
 
 def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[CheckResult]:
-    """Run every check over `seeds` on a trusted world in this process."""
+    """Run every check over `seeds` on a trusted world in this process, and its reference plays once more in
+    another interpreter (determinism must hold across processes, whose hash seeds differ)."""
     chosen = list(seeds)
 
     async def checked() -> list[CheckResult]:
-        return (await check_driver(LocalDriver(world), chosen))[0]
+        return (await check_driver(LocalDriver(world), chosen, lambda: replay_elsewhere(world, chosen)))[0]
 
     return anyio.run(checked)
 
 
-async def check_driver(driver: WorldDriver, seeds: Sequence[int]) -> tuple[list[CheckResult], Evidence | None]:
-    """Gather the evidence through `driver`, then judge it; a world that crashes while playing fails at once."""
+def replay_elsewhere(world: WorldClass, seeds: list[int]) -> dict[int, Transcript]:
+    """The reference plays of `seeds` in a fresh interpreter with a hash seed other than ours; {} for a world
+    another interpreter cannot import by name (a spec compiled in this process)."""
+    spec = _importable(world)
+    if spec is None or not seeds:
+        return {}
+    ours = os.environ.get("PYTHONHASHSEED", "")
+    theirs = "1" if ours == "2" else "2"  # any seed but ours: a random one, unless ours is fixed
+    completed = subprocess.run(
+        [sys.executable, "-m", "toolworlds.checks", spec, *map(str, seeds)], capture_output=True, text=True,
+        timeout=600, env={**os.environ, "PYTHONHASHSEED": theirs},
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise RuntimeError(f"replaying {spec} in another process failed: {completed.stderr.strip()[-500:]}")
+    played = [Transcript.model_validate_json(line) for line in completed.stdout.splitlines()]
+    return dict(zip(seeds, played, strict=True))
+
+
+def _importable(world: WorldClass) -> str | None:
+    """`module:Class`, or `file.py:Class` for a world loaded from a file, as `load_world` reads them."""
+    module = sys.modules.get(world.__module__)
+    if module is None or "." in world.__qualname__:
+        return None
+    if (
+        module.__spec__ is not None
+        and module.__spec__.name == world.__module__
+        and not world.__module__.startswith("spadework_user_world_")
+    ):
+        return f"{world.__module__}:{world.__qualname__}"
+    location = getattr(module, "__file__", None)
+    return f"{location}:{world.__qualname__}" if location and location.endswith(".py") else None
+
+
+def crash_site(error: BaseException) -> str:
+    """The error and where the world's own code raised it (its innermost frame outside spadework's machinery)."""
+    machinery = Path(__file__).parent
+    worlds = (machinery / "reference", machinery / "examples")
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = Path(frame.filename)
+        if not path.is_relative_to(machinery) or any(path.is_relative_to(folder) for folder in worlds):
+            return f"{type(error).__name__}: {error} (in {frame.name}, {path.name} line {frame.lineno})"
+    return f"{type(error).__name__}: {error}"
+
+
+async def check_driver(
+    driver: WorldDriver, seeds: Sequence[int], elsewhere: Callable[[], dict[int, Transcript]] | None = None
+) -> tuple[list[CheckResult], Evidence | None]:
+    """Gather the evidence through `driver` (and `elsewhere`'s plays in another process), then judge it; a
+    world that crashes while playing fails at once."""
     try:
         evidence = await gather(driver, list(seeds))
+        if elsewhere is not None:
+            evidence = replace(evidence, elsewhere=elsewhere())
     except Exception as error:  # a world's own code may raise anything while it is played
-        return [CheckResult("plays at all", False, f"the world crashed: {error!r}")], None
+        return [CheckResult("plays at all", False, f"the world crashed: {crash_site(error)}")], None
     return judge(evidence), evidence
 
 
@@ -162,10 +220,32 @@ def _schemas(evidence: Evidence) -> tuple[bool, str]:
 
 
 def _deterministic(evidence: Evidence) -> tuple[bool, str]:
-    for seed, first in evidence.oracle.items():
-        if evidence.replay[seed].model_dump() != first.model_dump():
-            return False, f"seed {seed}: two plays of the same seed differ"
-    return True, f"same task and transcript twice for {len(evidence.seeds)} seeds"
+    for again, where in ((evidence.replay, "played twice"), (evidence.elsewhere, "played in another process")):
+        for seed, other in again.items():
+            difference = first_difference(evidence.oracle[seed].model_dump(mode="json"), other.model_dump(mode="json"))
+            if difference is not None:
+                return False, f"seed {seed} {where} differs at {difference}"
+    across = " and in another process" if evidence.elsewhere else ""
+    return True, f"same task and transcript twice{across} for {len(evidence.seeds)} seeds"
+
+
+def first_difference(first: Any, second: Any, path: str = "") -> str | None:
+    """Where two JSON values first differ (`turns[2].result.observation[0]: 'a' vs 'b'`), or None."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        for key in [*first, *(key for key in second if key not in first)]:
+            found = first_difference(first.get(key), second.get(key), f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        for index, (a, b) in enumerate(zip(first, second, strict=True)):
+            found = first_difference(a, b, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if first == second:
+        return None
+    return f"{path or 'the top'}: {json.dumps(first)[:80]} vs {json.dumps(second)[:80]}"
 
 
 def _tools_callable(evidence: Evidence) -> tuple[bool, str]:
@@ -226,12 +306,13 @@ def answer_leak_rate(evidence: Evidence) -> float:
 
 
 def _typed_values(plan: list[ToolCall | Finish]) -> list[str]:
-    """The ids, amounts and answers a plan types: what a hint must not give away."""
+    """The ids, amounts and answers a plan types: what a hint must not give away (numbers of any length: a
+    one-digit code is an answer too; text of two characters or more)."""
     values: list[Any] = []
     for action in plan:
         values += action.arguments.values() if isinstance(action, ToolCall) else [action.answer]
-    plain = [v for v in values if isinstance(v, str | int | float) and not isinstance(v, bool)]
-    return [str(v) for v in plain if len(str(v)) >= 2]
+    numbers = [str(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return numbers + [v for v in values if isinstance(v, str) and len(v) >= 2]
 
 
 def _mentions(text: str, value: str) -> bool:
@@ -248,3 +329,22 @@ CHECKS: list[tuple[str, Callable[[Evidence], tuple[bool, str]]]] = [
     ("observations are bounded JSON", _observations_are_bounded_json),
     ("hint helps without the answer", _hint_does_not_leak),
 ]
+
+
+def main() -> None:
+    """`python -m toolworlds.checks SPEC SEED...`: the reference plays, one transcript per line (for
+    `replay_elsewhere`, which runs this in another interpreter)."""
+    from toolworlds.registry import load_world
+
+    world = load_world(sys.argv[1])
+
+    async def played() -> None:
+        for seed in map(int, sys.argv[2:]):
+            transcript, _ = await play_reference(LocalEpisode(world()), seed)
+            print(transcript.model_dump_json())
+
+    anyio.run(played)
+
+
+if __name__ == "__main__":
+    main()

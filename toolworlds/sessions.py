@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import secrets
-import traceback
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel, Field, JsonValue
 
+from toolworlds.checks import crash_site
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
 from toolworlds.play import LocalEpisode
 
-_MACHINERY = Path(__file__).parent  # spadework's own code; its worlds live in reference/ and examples/
-_WORLDS = (_MACHINERY / "reference", _MACHINERY / "examples")
-
 
 def _world_failure(method: str, error: Exception) -> str:
-    """What failed, for the client: the world's method, the error it raised, and where in the world's code
-    (the innermost frame outside spadework's machinery, when the world ran in this process)."""
-    where = ""
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        path = Path(frame.filename)
-        if not path.is_relative_to(_MACHINERY) or path.is_relative_to(_WORLDS[0]) or path.is_relative_to(_WORLDS[1]):
-            where = f" (in {frame.name}, {path.name} line {frame.lineno})"
-            break
-    return f"the world's {method} raised {type(error).__name__}: {error}{where}"
+    """What failed, for the client: the world's method, the error, and where in the world's code it raised."""
+    return f"the world's {method} raised {crash_site(error)}"
 
 
 class SessionError(Exception):

@@ -51,3 +51,45 @@ class FragileTool(LibraryWorld):
             book_id: the id of a book on loan.
         """
         return self.state.books[book_id + "?"].title
+
+
+class DigitHint(LibraryWorld):
+    """The plan types a one-digit shelf number, and the hint gives it away."""
+
+    def build(self, rng: random.Random) -> Brief:
+        brief = super().build(rng)
+        self.shelf = rng.randint(1, 9)
+        return Brief(instruction=brief.instruction + " Then file it on its shelf.",
+                     hint=f"The number you need is {self.shelf}.")  # fmt: skip
+
+    @tool
+    def file_on_shelf(self, shelf: int) -> str:
+        """File the borrowed book's card on a shelf.
+
+        Args:
+            shelf: the shelf number.
+        """
+        self.filed = shelf
+        return "filed"
+
+    def solution(self) -> list[ToolCall | Finish]:
+        return [*super().solution()[:-1], call("file_on_shelf", shelf=self.shelf), Finish()]
+
+
+class SetOrder(LibraryWorld):
+    """Lists titles from a set: the same in one process, in another order in another (hash randomisation)."""
+
+    @tool
+    def titles(self) -> list[str]:
+        """Every title on the shelf."""
+        return list({book.title for book in self.state.books.values()})
+
+    def solution(self) -> list[ToolCall | Finish]:
+        return [call("titles"), *super().solution()]
+
+
+class GradeCrash(LibraryWorld):
+    """Its scorer has a bug."""
+
+    def grade(self) -> Scorecard:
+        raise KeyError("on_loan")
