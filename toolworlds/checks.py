@@ -79,7 +79,7 @@ def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[Che
 
 def replay_elsewhere(world: WorldClass, seeds: list[int]) -> dict[int, Transcript]:
     """The reference plays of `seeds` in a fresh interpreter with a hash seed other than ours; {} for a world
-    another interpreter cannot import by name (a spec compiled in this process)."""
+    another interpreter cannot import by name (a spec, compiled here by spadework's own code from data)."""
     spec = _importable(world)
     if spec is None or not seeds:
         return {}
@@ -98,7 +98,7 @@ def replay_elsewhere(world: WorldClass, seeds: list[int]) -> dict[int, Transcrip
 def _importable(world: WorldClass) -> str | None:
     """`module:Class`, or `file.py:Class` for a world loaded from a file, as `load_world` reads them."""
     module = sys.modules.get(world.__module__)
-    if module is None or "." in world.__qualname__:
+    if module is None or getattr(module, world.__qualname__, None) is not world:  # built at run time (a spec)
         return None
     if (
         module.__spec__ is not None
