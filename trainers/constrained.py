@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from engine.templates import end_of_generation_ids
 from engine.trajectory import SampledSpan
 from trainers.rows import TrainingRow
 
@@ -62,8 +63,7 @@ class AdmittedTokens:
         self.tokenizer = tokenizer
         self.lltokenizer = llguidance.hf.from_tokenizer(tokenizer)
         self.vocab = self.lltokenizer.vocab_size
-        vocabulary = tokenizer.get_vocab()
-        end = {tokenizer.eos_token_id, *(vocabulary[text] for text in _END_OF_GENERATION if text in vocabulary)}
+        end = end_of_generation_ids(tokenizer)  # what llama.cpp's grammar sampler admits where a grammar is complete
         self._end_ids = sorted(end)
         decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         # Special tokens that do not end generation, with their text as single-character token ids.
@@ -162,10 +162,6 @@ class AdmittedTokens:
         if matcher.is_accepting():
             for token_id in self._end_ids:
                 _set(mask, token_id)
-
-
-# Texts llama.cpp treats as end of generation besides the model's EOS (its vocabulary's EOG heuristics).
-_END_OF_GENERATION = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
 
 
 def _grammar_starts(grammar: str, env_mask: list[int], spans: Sequence[SampledSpan]) -> dict[int, str]:

@@ -15,6 +15,7 @@ import regex
 
 from engine.call_grammar import call_grammar
 from engine.local_models import default_gguf
+from engine.templates import TokenTemplate, end_of_generation_ids
 from trainers.checkpoint import load_policy
 from trainers.constrained import AdmittedTokens
 from trainers.grpo import RowFeed, UpdateSettings, grpo_trainer
@@ -58,7 +59,10 @@ def test_the_admitted_sets_are_the_tokens_whose_text_can_still_become_a_call(pol
     texts = [tokenizer.decode([token]) for token in range(len(tokenizer))]
     clean = [token for token, text in enumerate(texts) if text and "\ufffd" not in text]  # whole characters
     assert len(clean) > 0.95 * len(texts)
-    end = {tokenizer.convert_tokens_to_ids(text) for text in ("<|im_end|>", "<|endoftext|>")}
+    # What llama.cpp ends a reply with, as the embedded server showed: <|endoftext|>, <|im_end|>, and <reponame>
+    # (its FIM repo token). Admitted only where the grammar is complete, never for their text.
+    end = end_of_generation_ids(tokenizer)
+    assert end == {tokenizer.convert_tokens_to_ids(text) for text in ("<|im_end|>", "<|endoftext|>", "<reponame>")}
     positions = list(restriction.positions)
     # the first token, the tool-name choice, a forced token, inside a string, its end, the stop token
     checked = [0, 4, 5, 17, 21, len(reply) - 1]
@@ -77,6 +81,18 @@ def test_the_admitted_sets_are_the_tokens_whose_text_can_still_become_a_call(pol
     assert int(admitted[positions.index(17)].sum()) > 48_000, "inside a string almost everything is admitted"
     second_reply = [i for i, bit in enumerate(mask) if bit][len(reply)]
     assert second_reply in positions, "the second reply starts the grammar again"
+
+
+def test_a_reply_llama_cpp_ended_on_any_of_its_end_tokens_is_admitted(policy: tuple[Any, Any]) -> None:
+    """llama.cpp's grammar sampler may end a complete reply on any end-of-generation token, <reponame> too
+    (about once in 700 stage ends on SmolLM2): the trainer must admit what it sampled."""
+    _, tokenizer = policy
+    reply = tokenizer.encode('{"name": "get_order", "arguments": {"order_id": "O-17"}}')
+    for end in sorted(end_of_generation_ids(tokenizer)):
+        restriction = AdmittedTokens(tokenizer).restriction(call_grammar(TOOLS), [*reply, end], [1] * (len(reply) + 1))
+        assert not restriction.refused, tokenizer.convert_ids_to_tokens(end)
+    template = TokenTemplate(tokenizer)
+    assert template.reply_text([*reply, tokenizer.convert_tokens_to_ids("<reponame>")]).endswith('"O-17"}}')
 
 
 def test_the_trainer_scores_grammar_rows_under_the_restricted_softmax(policy: tuple[Any, Any], tmp_path: Path) -> None:
