@@ -93,7 +93,9 @@ class AceConversation(Conversation):
         if self.protocol == "prompt":
             return self._prompt()
         return [
-            {"role": "system", "content": agent_system_prompt(self.task)},
+            # fc is spadework's own protocol: the task's language throughout (the reference's Chinese multi_step
+            # prompt is a quirk of its prompt protocol, kept there only)
+            {"role": "system", "content": agent_system_prompt(self.task, self.task.language)},
             {"role": "user", "content": task.instruction},
         ]
 

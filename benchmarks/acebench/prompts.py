@@ -57,12 +57,12 @@ def undecodable_reply(language: Language) -> str:
     return _texts(language)["multi_step_undecodable"]
 
 
-def agent_system_prompt(task: AceTask) -> str:
+def agent_system_prompt(task: AceTask, language: Language | None = None) -> str:
     """The agent's system message. multi_turn: the role text, then the airline policy if Travel is involved and
     the phone policy if BaseApi is (each policy opens with its fixed "current time"); multi_step: its role text
-    alone, in Chinese whatever the task's language (`_agent_language`; upstream formats it with an empty time,
-    which it has no slot for)."""
-    texts = _texts(_agent_language(task))
+    alone, in Chinese whatever the task's language unless `language` says otherwise (`_agent_language`;
+    upstream formats it with an empty time, which it has no slot for)."""
+    texts = _texts(language or _agent_language(task))
     if task.kind == "multi_step":
         return texts["multi_step_agent_system"]
     prompt = texts["multi_turn_agent_system"]

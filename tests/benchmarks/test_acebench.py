@@ -438,6 +438,7 @@ def test_the_agent_prompt_holds_the_functions_and_the_history_lines(tasks: dict[
     # The reference prompts its multi_step agent in Chinese whatever the task's language (it never passes the
     # language on): so must a harness that claims its numbers.
     assert agent_user_prompt(step, "h").startswith("以下是你可以调用的API列表（JSON格式）：[{")
+    assert agent_system_prompt(step).startswith("你是") and agent_system_prompt(step, "en").startswith("You are")
     assert "finish conversation" in agent_system_prompt(step) and "June 11" not in agent_system_prompt(step)
 
 
