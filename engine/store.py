@@ -113,17 +113,18 @@ class TrajectoryStore:
 
 
 def read_records(directory: Path) -> Iterator[EpisodeRecord]:
-    """Stream each episode's last record, in the order they finished (an infrastructure failure that a later
-    attempt replaced is skipped, and so is a torn last line)."""
-    path = directory / EPISODES_FILE
-    if not path.exists():
-        raise StoreError(f"{directory} has no {EPISODES_FILE}; is it a rollout's --out directory?")
-    last: dict[str, int] = {}
-    for number, record in enumerate(read_attempts(directory), start=1):
-        last[record.key.text] = number
-    for number, record in enumerate(read_attempts(directory), start=1):
-        if last[record.key.text] == number:
+    """Stream each episode's last record, in one pass: outcomes in the order they finished, then the
+    infrastructure failures no later attempt replaced (held until the end: only a later record can replace
+    one, and a torn last line is skipped)."""
+    failed: dict[str, EpisodeRecord] = {}
+    for record in read_attempts(directory):
+        key = record.key.text
+        failed.pop(key, None)
+        if record.status == "infra_error":
+            failed[key] = record
+        else:
             yield record
+    yield from failed.values()
 
 
 def read_attempts(directory: Path) -> Iterator[EpisodeRecord]:

@@ -83,13 +83,13 @@ def test_an_infrastructure_failure_is_an_attempt_a_reopened_store_plays_again(tm
     with TrajectoryStore.open(tmp_path, plan()) as store:
         assert store.failed == {record(1).key.text}
         store.append(record(1))
+    assert [(r.key.seed, r.status) for r in read_records(tmp_path)] == [(0, "ok"), (1, "ok")]
+    assert [r.cause for r in read_attempts(tmp_path)] == [None, "endpoint:connection", "endpoint:timeout", None]
     with TrajectoryStore.open(tmp_path, plan()) as store:
         assert store.finished == {record(0).key.text, record(1).key.text} and not store.failed
         store.append(record(1))  # a second outcome for a finished episode is corrupt
     with pytest.raises(StoreError, match="recorded twice"):
         TrajectoryStore.open(tmp_path, plan())
-    assert [(r.key.seed, r.status) for r in read_records(tmp_path)] == [(0, "ok"), (1, "ok")]
-    assert [r.cause for r in read_attempts(tmp_path)] == [None, "endpoint:connection", "endpoint:timeout", None, None]
 
 
 def test_a_run_fails_as_a_whole_on_most_or_all_episodes_failing_for_infrastructure() -> None:
