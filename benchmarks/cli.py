@@ -27,6 +27,7 @@ from engine.cli import (
     endpoint_urls,
     exit_if_infrastructure_failed,
 )
+from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Calls, EpisodeSettings, Mode
 from engine.store import StoreError, read_records
 from engine.trajectory import EpisodeRecord
@@ -70,7 +71,7 @@ def bfcl_v4(
     local_model: LocalModelOption = "default",
     local_parallel: LocalParallelOption = 4,
     out: OutOption = None,
-    max_failed_share: MaxFailedShareOption = 0.5,
+    max_failed_share: MaxFailedShareOption = MAX_FAILED_SHARE,
     progress: ProgressOption = True,
 ) -> None:
     """BFCL v4 multi-turn with the official loop semantics, backends and checker (from bfcl-eval)."""
@@ -150,7 +151,7 @@ def acebench(
     local_model: LocalModelOption = "default",
     local_parallel: LocalParallelOption = 4,
     out: OutOption = None,
-    max_failed_share: MaxFailedShareOption = 0.5,
+    max_failed_share: MaxFailedShareOption = MAX_FAILED_SHARE,
     progress: ProgressOption = True,
 ) -> None:
     """ACEBench Agent (multi-turn with a simulated user, and multi-step), scored by end state and process."""

@@ -28,7 +28,7 @@ from engine.llama_server import (
 from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
-from engine.rollout import Hints, RolloutPlan, RolloutStats, infrastructure_failure, run_rollout
+from engine.rollout import MAX_FAILED_SHARE, Hints, RolloutPlan, RolloutStats, infrastructure_failure, run_rollout
 from engine.settings import Completions, EpisodeSettings, Mode
 from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan, read_records
 from engine.templates import CHATML_WITH_TOOLS, load_template
@@ -112,7 +112,7 @@ def rollout(
     ] = "auto",
     backend: Annotated[Literal["asyncio", "trio"], typer.Option(help="AnyIO backend.")] = "asyncio",
     run_id: Annotated[str | None, typer.Option(help="Run id (default: kept from --out, or a new one).")] = None,
-    max_failed_share: MaxFailedShareOption = 0.5,
+    max_failed_share: MaxFailedShareOption = MAX_FAILED_SHARE,
     progress: ProgressOption = True,
 ) -> None:
     """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""

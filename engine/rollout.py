@@ -121,6 +121,9 @@ class RolloutStats:
         return self.reward_sum / self.rewarded if self.rewarded else None
 
 
+MAX_FAILED_SHARE = 0.5  # more of a run's episodes failing for infrastructure reasons fails the run
+
+
 class InfrastructureFailure(RuntimeError):
     """Plays that mostly failed for infrastructure reasons: not outcomes to learn from; the message says why."""
 

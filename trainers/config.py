@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
 from trainers.suite import SuiteName
 
@@ -125,9 +126,9 @@ class RunConfig(_Section):
     eval_tasks: int = Field(20, ge=1, description="Held-out tasks of eval_suite per world, one plain play each.")
     checkpoint_every: int = Field(1, ge=1, description="Iterations between checkpoints (`--resume` continues there).")
     max_failed_share: float = Field(
-        0.5, ge=0.0, le=1.0, description="Stop the run (exit 3) when more than this share of a set of plays, or all "
-        "of them, failed because the policy's endpoint did: they are not outcomes to train on (a model-written "
-        "world that crashes or hangs in the sandbox is that world's outcome: its plays are masked).",
+        MAX_FAILED_SHARE, ge=0.0, le=1.0, description="Stop the run (exit 3) when more than this share of a set of "
+        "plays, or all of them, failed because the policy's endpoint did: they are not outcomes to train on (a "
+        "model-written world that crashes or hangs in the sandbox is that world's outcome: its plays are masked).",
     )  # fmt: skip
     seed: int = 0
 

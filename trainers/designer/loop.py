@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from engine.endpoints import EndpointPool
 from engine.environments import LocalWorlds, SandboxWorlds
-from engine.rollout import RolloutPlan, require_played, run_rollout
+from engine.rollout import MAX_FAILED_SHARE, RolloutPlan, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from toolworlds.sandbox import SandboxPool
@@ -58,7 +58,7 @@ class DesignSettings:
     # the prefix of the episode it serves, and a staged spec re-sends its whole prefix with every stage.
     concurrency: int = 16
     format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
-    max_failed_share: float = 0.5  # a world's plays failing more for infrastructure reasons stop the run
+    max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
 
 
 @dataclass
