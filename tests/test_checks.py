@@ -28,6 +28,9 @@ def test_a_sound_world_passes_every_check() -> None:
         (flawed.FragileTool, "every tool callable", "renew crashed on"),
         (flawed.DigitHint, "hint helps without the answer", "the hint contains '"),
         (flawed.SetOrder, "deterministic per seed", "played in another process differs at turns[0].result.observation"),
+        (flawed.CodeInDescription, "written for the agent", "the description names 'MAX_LOANS'"),
+        (flawed.CodeInHint, "written for the agent", "seed 0: the hint names 'self.state.books'"),
+        (flawed.CodeInToolDoc, "written for the agent", "the tool renew names 'RENEWAL_LIMIT'"),
     ],
 )
 def test_each_flaw_fails_its_own_check(world: type[ToolWorld[object]], failing: str, detail: str) -> None:

@@ -26,6 +26,13 @@ def test_show_lists_tools_with_their_arguments() -> None:
     assert {"transfer", "release_hold"} <= {entry["function"]["name"] for entry in listed}
 
 
+def test_show_prints_what_the_agent_is_told_first() -> None:
+    result = runner.invoke(app, ["toolworld", "show", "ticketing"])
+    assert result.exit_code == 0
+    told = result.output.split("ticketing: 16 tools")[0]
+    assert "what the agent is told" in told and "enterprise 48/24/6/2" in told and "SLA_HOURS" not in told
+
+
 def test_play_prints_a_transcript_with_the_final_score() -> None:
     result = runner.invoke(app, ["toolworld", "play", "orders", "--seed", "3", "--show-hint"])
     assert result.exit_code == 0, result.output

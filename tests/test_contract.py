@@ -31,6 +31,27 @@ def test_example_world_is_well_under_sixty_lines() -> None:
     assert len(code) < 60
 
 
+def test_the_description_is_the_docstring_unindented_and_a_subclass_without_one_keeps_its_parents() -> None:
+    class Indented(LibraryWorld):
+        """A library with rules.
+
+        Loans last two weeks.
+        """
+
+    class Quiet(Indented):
+        pass
+
+    class Explicit(Indented):
+        """Notes for developers; the agent reads `description`."""
+
+        description = """For the agent.
+            Continued."""
+
+    assert Indented.description == "A library with rules.\n\nLoans last two weeks."
+    assert Quiet.description == Indented.description
+    assert Explicit.description == "For the agent.\nContinued."
+
+
 def test_schema_comes_from_signature_and_docstring() -> None:
     spec = LibraryWorld.tool_specs["search"]
     schema = spec.input_schema

@@ -45,7 +45,10 @@ class WorldDriver(Protocol):
     """What the checks need of a world: its tools' schemas, and fresh episodes."""
 
     @property
-    def tool_schemas(self) -> list[dict[str, Any]]: ...  # name, input_schema, output_schema
+    def tool_schemas(self) -> list[dict[str, Any]]: ...  # name, description, input_schema, output_schema
+
+    @property
+    def description(self) -> str: ...  # what the agent is told about the world
 
     async def episode(self) -> EpisodeDriver: ...
 
@@ -64,6 +67,7 @@ class Evidence:
     # The reference plays again in another interpreter with another hash seed (trusted worlds: a sandboxed
     # world's processes all hash with seed 0), where set and dict-of-set orders can differ.
     elsewhere: dict[int, Transcript] = field(default_factory=dict)
+    description: str = ""
 
 
 def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[CheckResult]:
@@ -161,7 +165,7 @@ async def gather(driver: WorldDriver, seeds: list[int]) -> Evidence:
         crashes = await probe_tools(episode, driver.tool_schemas, oracle[seeds[0]] if seeds else None)
     finally:
         await episode.close()
-    return Evidence(driver.tool_schemas, seeds, oracle, replay, idle, crashes, plans)
+    return Evidence(driver.tool_schemas, seeds, oracle, replay, idle, crashes, plans, description=driver.description)
 
 
 async def play_reference(episode: EpisodeDriver, seed: int) -> tuple[Transcript, list[ToolCall | Finish]]:
@@ -200,10 +204,12 @@ async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen:
 class LocalDriver:
     def __init__(self, world: WorldClass) -> None:
         self.world = world
+        self.description = world.description
         self.tool_schemas = [
-            {"name": spec.name, "input_schema": spec.input_schema, "output_schema": spec.output_schema}
-            for spec in world.tools()
-        ]
+            {"name": s.name, "description": s.description, "input_schema": s.input_schema,
+             "output_schema": s.output_schema}
+            for s in world.tools()
+        ]  # fmt: skip
 
     async def episode(self) -> EpisodeDriver:
         return LocalEpisode(self.world())
@@ -295,6 +301,79 @@ def _hint_does_not_leak(evidence: Evidence) -> tuple[bool, str]:
     return True, "no hint contains an id, amount or answer from its reference plan"
 
 
+def _written_for_the_agent(evidence: Evidence) -> tuple[bool, str]:
+    """The agent sees the tools and what they return, never the code: what it reads must not send it to a
+    constant, an attribute or a helper it cannot see (`see SLA_HOURS`, `self.state.today`)."""
+    visible = _agent_visible_names(evidence)
+    texts = [("the description", evidence.description)]
+    texts += [(f"the tool {tool['name']}", text) for tool in evidence.tools for text in _schema_texts(tool)]
+    for seed in evidence.seeds:
+        task = evidence.oracle[seed].task
+        texts += [(f"seed {seed}: the instruction", task.instruction), (f"seed {seed}: the hint", task.hint)]
+    for where, text in texts:
+        named = [name for name in code_names(text) if name not in visible]
+        if named:
+            return False, f"{where} names {named[0]!r}, code the agent cannot see"
+    return True, f"the description, {len(evidence.tools)} tools and every task name only what the tools show"
+
+
+_CONSTANT = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w(])")  # SLA_HOURS, RETURN_WINDOW_DAYS
+_QUOTED = re.compile(r"`([^`\n]+)`")
+_QUOTED_CODE = re.compile(r"[A-Z][A-Z0-9_]+|_\w*|(?:self|cls|state)\.[\w.]+|([A-Za-z_][\w.]*)\(.*\)")
+
+
+def code_names(text: str) -> list[str]:
+    """Names in `text` written the way code is: constants (`UPPER_CASE`), and in backticks an all-caps name,
+    a private name, an attribute of `self`/`state`, or the function a call calls."""
+    found = [match.group() for match in _CONSTANT.finditer(text)]
+    for quoted in _QUOTED.finditer(text):
+        code = _QUOTED_CODE.fullmatch(quoted.group(1))
+        if code is not None:
+            found.append(code.group(1) or code.group())
+    return found
+
+
+def _agent_visible_names(evidence: Evidence) -> set[str]:
+    """Every key and string the agent can meet: tool names, schema keys and values, the reference plays'
+    observations and the values their plans type (an id `ACC_01` or a tool call `get_order(...)` is fine)."""
+    names: set[str] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            names.update(str(key) for key in value)
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+        elif isinstance(value, str) and len(value) <= 200:
+            names.add(value)
+
+    collect(evidence.tools)
+    for transcript in evidence.oracle.values():
+        collect([turn.result.observation for turn in transcript.turns])
+    for plan in evidence.plans.values():
+        collect(_typed_values(plan))
+    return names
+
+
+def _schema_texts(tool: dict[str, Any]) -> list[str]:
+    """A tool's description and every description in its schemas: what the agent reads about it."""
+    texts = [str(tool.get("description") or "")]
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            texts.extend(str(text) for key, text in value.items() if key == "description" and isinstance(text, str))
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect([tool.get("input_schema"), tool.get("output_schema")])
+    return texts
+
+
 def answer_leak_rate(evidence: Evidence) -> float:
     """Share of seeds whose instruction already contains the answer the reference plan finishes with."""
     leaks = 0
@@ -328,6 +407,7 @@ CHECKS: list[tuple[str, Callable[[Evidence], tuple[bool, str]]]] = [
     ("doing nothing does not", _doing_nothing_fails),
     ("observations are bounded JSON", _observations_are_bounded_json),
     ("hint helps without the answer", _hint_does_not_leak),
+    ("written for the agent", _written_for_the_agent),
 ]
 
 

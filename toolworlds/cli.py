@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import Progress
 from rich.table import Table
@@ -78,7 +79,7 @@ def list_worlds() -> None:
     """The toolworlds spadework knows: built-in and installed plugins."""
     table = Table("name", "tools", "max steps", "description", title="toolworlds")
     for name, world in sorted(available_worlds().items()):
-        summary = (world.__doc__ or "").strip().split("\n", 1)[0]
+        summary = world.description.split("\n", 1)[0]
         table.add_row(name, str(len(world.tools())), str(world.max_steps), summary)
     console.print(table)
 
@@ -88,11 +89,12 @@ def show(
     name: WorldName,
     as_json: Annotated[bool, typer.Option("--json", help="Print the OpenAI tool list as JSON instead.")] = False,
 ) -> None:
-    """A world's tools with their argument schemas."""
+    """What the agent is told about a world (its description), then the world's tools with their argument schemas."""
     world = _sandboxed(name, describe) if is_model_written(name) else _world(name)
     if as_json:
         typer.echo(json.dumps(world.openai_tools(), indent=2))
         return
+    console.print(Panel(escape(world.description or "(no description)"), title=f"{world.name}: what the agent is told"))
     title = f"{world.name}: {len(world.tools())} tools"
     table = Table("tool", "arguments", "description", title=title, show_lines=True)
     for spec in world.tools():

@@ -22,6 +22,7 @@ Rewards are 0 on every step but the last, which carries the score, so a play's r
 
 from __future__ import annotations
 
+import inspect
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -144,7 +145,9 @@ class ToolWorld(ABC, Generic[StateT]):
     """Base class of every toolworld. Subclasses set `name`, write tools, and implement the three methods."""
 
     name: ClassVar[str]
-    description: ClassVar[str] = ""  # defaults to the class docstring
+    # What the agent is told about the world (its system prompt): written for someone who sees only the
+    # tools, never the code. Defaults to the class docstring; either way cleaned of its indentation.
+    description: ClassVar[str] = ""
     max_steps: ClassVar[int] = 30
     tool_specs: ClassVar[dict[str, ToolSpec]] = {}
 
@@ -159,8 +162,9 @@ class ToolWorld(ABC, Generic[StateT]):
             if is_tool(value):
                 specs[attribute] = build_spec(value)
         cls.tool_specs = specs
-        if "description" not in vars(cls):
-            cls.description = (cls.__doc__ or "").strip()
+        own = vars(cls).get("description", cls.__doc__)
+        if own is not None:  # a subclass that says nothing keeps its parent's description
+            cls.description = inspect.cleandoc(own)
 
     def __init__(self) -> None:
         self._steps = 0

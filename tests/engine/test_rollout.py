@@ -14,6 +14,8 @@ from engine.rollout import RolloutPlan, run_rollout
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
 from tests.engine.conftest import mock_model, play
+from toolworlds.checks import code_names
+from toolworlds.registry import builtin_worlds
 
 pytestmark = pytest.mark.anyio
 
@@ -27,6 +29,10 @@ async def test_the_oracle_model_solves_every_world(tmp_path: Path, oracle_url: s
         assert record.reward == 1.0 and record.malformed_turns == 0
         assert record.tool_calls == len(record.turns) - 1  # every turn a call, the last one finishes
         assert record.messages[0]["role"] == "system" and record.messages[1]["role"] == "user"
+        system = record.messages[0]["content"]  # the world's description for the agent: no code, no indentation
+        assert (
+            system.startswith(builtin_worlds()[world].description) and "\n    " not in system and not code_names(system)
+        )
         assert ("Hint:" in record.messages[1]["content"]) == record.key.hinted
         assert record.messages[-1]["tool_calls"][0]["function"]["name"] == "finish"
 

@@ -29,6 +29,10 @@ HANGS = edited(
     "        return [b for b in self.state.books.values() if title.lower()",
     "        while True:\n            pass\n        return [b for b in self.state.books.values() if title.lower()",
 )
+INSIDER = edited(
+    '"""A small library: find a book by title and borrow it."""',
+    '"""A small library: find a book by title and borrow it (see `LOAN_RULES`)."""',
+)
 NO_IMPORT = edited("import random\n", "")
 REPLY = f"Here is the world you asked for:\n\n```python\n{NO_IMPORT}```\n\nIt has two tools."  # fmt: skip
 
@@ -38,7 +42,7 @@ async def test_a_sound_world_passes_every_gate(pool: SandboxPool) -> None:
     assert [gate.name for gate in verdict.gates] == list(GATES)
     assert verdict.valid and verdict.valid_without_repair and verdict.rejection is None
     assert verdict.world is not None and verdict.world.name == "library"
-    assert len(verdict.checks) == 7 and all(check.passed for check in verdict.checks)
+    assert len(verdict.checks) == 8 and all(check.passed for check in verdict.checks)
 
 
 async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(pool: SandboxPool) -> None:
@@ -59,8 +63,19 @@ async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(po
         (UNSEEDED, "smoke", "deterministic per seed"),
         (LEAKY, "smoke", "hint helps without the answer"),
         (HANGS, "smoke", "plays at all: the world crashed"),
+        (INSIDER, "smoke", "written for the agent: the description names 'LOAN_RULES', code the agent cannot see"),
     ],
-    ids=["no code", "forbidden name", "forbidden import", "load error", "free lunch", "unseeded", "leaky hint", "hang"],
+    ids=[
+        "no code",
+        "forbidden name",
+        "forbidden import",
+        "load error",
+        "free lunch",
+        "unseeded",
+        "leaky hint",
+        "hang",
+        "code in the description",
+    ],
 )
 async def test_each_flaw_is_rejected_at_its_gate(pool: SandboxPool, text: str, gate: str, reason: str) -> None:
     verdict = await validate(text, pool)
@@ -79,6 +94,7 @@ async def test_the_designer_prompt_shows_a_world_that_passes_every_gate(pool: Sa
         reward=0.0, status="too_easy",
     )  # fmt: skip
     system, user = designer_messages(document, [remembered])
-    assert EXAMPLE_WORLD in system["content"] and PROMPT_VERSION == "designer-v1"
+    assert "The class docstring is what the agent reads first" in system["content"]
+    assert EXAMPLE_WORLD in system["content"] and PROMPT_VERSION == "designer-v2"
     assert "The for statement iterates." in user["content"] and "ledger (post)" in user["content"]
     assert "Worlds you wrote before" not in designer_messages(document, [])[1]["content"]

@@ -93,3 +93,30 @@ class GradeCrash(LibraryWorld):
 
     def grade(self) -> Scorecard:
         raise KeyError("on_loan")
+
+
+class CodeInDescription(LibraryWorld):
+    """Tells the agent about a constant it cannot see."""
+
+    description = "A small library: members may hold `MAX_LOANS` books at a time; borrow the one asked for."
+
+
+class CodeInHint(LibraryWorld):
+    """Points the hint at the world's own state."""
+
+    def build(self, rng: random.Random) -> Brief:
+        brief = super().build(rng)
+        return Brief(instruction=brief.instruction, hint="Look the title up in `self.state.books` first.")
+
+
+class CodeInToolDoc(LibraryWorld):
+    """A tool's docstring names a module constant."""
+
+    @tool
+    def renew(self, book_id: str) -> str:
+        """Renew a loan, at most RENEWAL_LIMIT times.
+
+        Args:
+            book_id: the id of a book on loan.
+        """
+        return "renewed"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar, Generic, TypeVar
 
 from toolworlds.core import Brief, Finish, StateT, ToolCall, ToolWorld
 from toolworlds.scoring import Scorecard
@@ -32,6 +32,16 @@ class Goal(Generic[StateT]):
 
 
 Family = Callable[[StateT, random.Random], Goal[StateT]]
+Status = TypeVar("Status", bound=str)
+
+
+def described_moves(moves: Mapping[Status, Sequence[Status]]) -> str:
+    """A status machine in words for the agent's description (`open -> in_progress or pending; ...; closed
+    is final`), written from the table the world enforces so the two never disagree."""
+    steps = [f"{status} -> {' or '.join(targets)}" for status, targets in moves.items() if targets]
+    final = [status for status, targets in moves.items() if not targets]
+    ending = f"; {' and '.join(final)} {'is' if len(final) == 1 else 'are'} final" if final else ""
+    return "; ".join(steps) + ending
 
 
 class ScenarioWorld(ToolWorld[StateT], Generic[StateT]):

@@ -85,6 +85,7 @@ class SandboxDriver:
         self.pool = pool
         self.world = world
         self.tool_schemas = world.tools
+        self.description = world.description
 
     async def episode(self) -> EpisodeDriver:
         return await self.pool.open(self.world)

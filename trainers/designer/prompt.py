@@ -17,7 +17,7 @@ from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.memory import RememberedWorld
 
 DesignFormat = Literal["python", "spec"]
-PROMPT_VERSION = "designer-v1"
+PROMPT_VERSION = "designer-v2"  # v2: the docstring is written for the agent
 SPEC_PROMPT_VERSION = "designer-spec-v4"  # v3: written in stages, no example to copy; v4: the plan first
 
 
@@ -25,6 +25,8 @@ SYSTEM = (
     """You design toolworlds: small Python environments in which an AI agent solves a task by calling tools.
 
 A toolworld is one Python file with one class that subclasses `ToolWorld[State]`:
+- The class docstring is what the agent reads first: the world and its rules, for someone who sees only
+  the tools (never your constants, fields or helper names).
 - `State` is a pydantic model holding the hidden state (accounts, tickets, orders, ...).
 - `build(self, rng)` creates `self.state` and the task from `rng` alone (no other randomness), and returns
   `Brief(instruction=..., hint=...)`. The instruction is all the agent sees; the hint is a privileged tip

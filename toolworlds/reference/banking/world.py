@@ -73,7 +73,7 @@ def _summary(account: Account) -> AccountSummary:
 class BankingWorld(ScenarioWorld[Bank]):
     """A retail bank's back office: accounts, balances, transfers, limits, holds, bills and disputes.
 
-    Rules a real bank would enforce, and the refusals the agent must handle:
+    Rules the bank enforces, and the refusals to handle:
     - every tool but `find_customer` and `authenticate` needs a signed-in customer (`auth_required`);
       three wrong PINs lock the customer out (`invalid_pin`, `locked`);
     - a customer sees only their own accounts (`not_found` otherwise, so nothing leaks);

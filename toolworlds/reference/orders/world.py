@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 from toolworlds.core import ToolError
 from toolworlds.records import lookup, search
 from toolworlds.reference.orders.state import (
+    RETURN_WINDOW_DAYS,
     SHIPPING,
+    TRANSITIONS,
     Address,
     Cart,
     CartLine,
@@ -34,7 +36,7 @@ from toolworlds.reference.orders.state import (
     return_deadline,
 )
 from toolworlds.reference.orders.tasks import FAMILIES
-from toolworlds.reference.scenario import Family, ScenarioWorld
+from toolworlds.reference.scenario import Family, ScenarioWorld, described_moves
 from toolworlds.tool import tool
 
 Amount = Annotated[float, Field(gt=0, le=100_000)]
@@ -120,22 +122,33 @@ def _address(street: str, city: str, postcode: str) -> Address:
 
 
 class OrdersWorld(ScenarioWorld[Shop]):
-    """An online shop's order desk: customers, catalog, carts, checkout, shipping, cancellations, returns, refunds.
+    """The order desk: its tools, and the rules `state` enforces; the agent reads `description`, written from
+    the same rule constants (`TRANSITIONS`, `RETURN_WINDOW_DAYS`) so that what it is told is what the code does."""
 
-    Rules a real shop would enforce, and the refusals the agent must handle:
-    - ids that do not exist are refused with `not_found` (customers, products, orders, cart lines: `not_in_cart`);
+    description = f"""\
+    An online shop's order desk: customers, catalog, carts, checkout, shipping, cancellations, returns, refunds.
+
+    Days are whole numbers on one calendar (`placed_day`, `delivered_day`, ...) that stands still during the
+    episode.
+
+    Rules the shop enforces, and the refusals to handle:
+    - ids that do not exist are refused with `not_found` (customers, products, orders; a product not in the
+      cart: `not_in_cart`);
     - a cart is checked out only when it has lines (`empty_cart`) and every line is in stock (`out_of_stock`);
       adding more than the shelf holds is refused the same way;
     - coupons must exist (`invalid_coupon`), be unexpired (`coupon_expired`) and match the cart: a minimum
       subtotal or a category (`coupon_not_applicable`);
-    - an order moves only along the legal transitions in `TRANSITIONS` (`illegal_transition`): pending or paid
-      orders can be cancelled, shipped ones cannot; only delivered orders can be returned (`not_delivered`);
+    - an order's status moves only along these steps; any other move is `illegal_transition`:
+      {described_moves(TRANSITIONS)}.
+      So pending or paid orders can be cancelled, shipped ones cannot, and only delivered orders can be
+      returned (`not_delivered`);
     - the shipping address can change only before the order ships (`already_shipped`, `order_closed`);
-    - returns are accepted up to `RETURN_WINDOW_DAYS` days after delivery (`return_window_closed`) and never for
-      more units than were bought and not yet returned (`exceeds_quantity`);
+    - returns are accepted up to {RETURN_WINDOW_DAYS} days after delivery (`return_window_closed`; an order shows
+      its `return_deadline_day`) and never for more units than were bought and not yet returned
+      (`exceeds_quantity`);
     - refunds go to the original payment or to store credit and never exceed what was paid and not yet refunded
-      (`refund_exceeds_paid`); an order that was never paid cannot be refunded (`nothing_paid`).
-    Time is an integer day counter in the state (`today`), never the wall clock.
+      (an order shows it as `refundable`; more is `refund_exceeds_paid`); an order that was never paid cannot be
+      refunded (`nothing_paid`).
     """
 
     name = "orders"

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from toolworlds.core import ToolError
 from toolworlds.records import lookup, search
-from toolworlds.reference.scenario import Family, ScenarioWorld
+from toolworlds.reference.scenario import Family, ScenarioWorld, described_moves
 from toolworlds.reference.ticketing.state import (
     ACTIVE,
     LEAD,
@@ -92,28 +92,42 @@ def _summarize(desk: Helpdesk, ticket: Ticket) -> TicketSummary:
     )
 
 
+def _sla_table() -> str:
+    """`free 120/72/24/8, pro ...`: each plan's hours, lowest priority first."""
+    return ", ".join(f"{tier} {'/'.join(str(hours) for hours in by_priority.values())}" for tier, by_priority in
+                     SLA_HOURS.items())  # fmt: skip
+
+
 # -- the world ----------------------------------------------------------------------------------
 
 
 class TicketingWorld(ScenarioWorld[Helpdesk]):
-    """A helpdesk's queue: customers on SLA plans, agents on teams and shifts, tickets and their comments.
+    """The helpdesk: its tools, and the rules `state` enforces; the agent reads `description`, written from
+    the same rule tables (`SLA_HOURS`, `TRANSITIONS`) so that what it is told is what the code does."""
 
-    The agent acts as the support lead on duty. Time is an integer clock in hours (`now`) that does not
-    move during an episode; every ticket's SLA deadline is its creation hour plus the hours its priority
-    allows on the customer's plan (see `SLA_HOURS`: enterprise customers get the shortest deadlines).
+    description = f"""\
+    A helpdesk's queue: customers on SLA plans, agents on teams and shifts, tickets and their comments.
 
-    Rules a real helpdesk would enforce, and the refusals the agent must handle:
+    You act as the support lead on duty. Times are whole hours on one clock that stands still during the
+    episode. A ticket's SLA deadline (`due_at`) is its creation hour (`created_at`) plus the hours its
+    priority allows on the customer's plan; `hours_left` counts down to it. The hours each plan allows, for
+    low / normal / high / urgent priority (`get_customer` shows a customer's as `sla_hours`):
+    {_sla_table()}.
+
+    Rules the helpdesk enforces, and the refusals to handle:
     - unknown customers, agents, tickets or tags are `not_found`;
-    - statuses move only along `TRANSITIONS` (`illegal_transition`, `unchanged`): open -> in_progress or
-      pending; in_progress <-> pending; either -> resolved; resolved -> closed, or back to in_progress to
-      reopen it. A closed ticket is final: nothing about it may change (`ticket_closed`), so a problem that
-      returns needs a new ticket;
+    - a ticket's status moves only along these steps; any other move is `illegal_transition`, and a move to
+      the status it already has is `unchanged`:
+      {described_moves(TRANSITIONS)}.
+      Moving a resolved ticket back to in_progress reopens it. Nothing about a closed ticket may change
+      (`ticket_closed`), so a problem that returns needs a new ticket;
     - a ticket is in_progress only with an assignee (`unassigned`), and is resolved only after support has
       replied publicly on it (`needs_public_reply`); internal notes do not count;
     - a ticket is assigned only to an agent of its own team (`wrong_team`) who is on shift (`agent_off_shift`)
-      and below their cap on active tickets (`over_capacity`); moving it to another team clears its assignee;
+      and has spare capacity for active tickets (`over_capacity`); moving it to another team clears its
+      assignee;
     - resolved tickets must be reopened before their priority, owner or escalation change (`ticket_inactive`);
-    - escalation goes one level at a time up to level 2 (`max_escalation`);
+    - escalation goes one level at a time up to level {MAX_ESCALATION} (`max_escalation`);
     - only a customer's own tickets merge into each other (`different_customers`), never a ticket into itself
       (`same_ticket`) and never one already merged (`already_merged`).
     """
