@@ -13,6 +13,7 @@ server's fault, and the episode becomes an `infra_error` rather than a score.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,6 +56,37 @@ def _first_choice(answer: Answer, turn: Turn, needs: str) -> dict[str, Any]:
     usage = body.get("usage") or {}
     turn.prompt_tokens, turn.completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
     return choice
+
+
+def _reply_message(choice: dict[str, Any]) -> dict[str, Any]:
+    """`choices[0].message`, if it has the shape OpenAI's API gives; otherwise the endpoint failed (a server
+    bug, never the model's turn): content a string or null, `tool_calls` a list of calls, all of it text."""
+    message = choice["message"]
+    if not isinstance(message, dict):
+        problem = f"choices[0].message is {type(message).__name__}, not an object"
+    elif not isinstance(message.get("content"), str | None):
+        problem = f"choices[0].message.content is {type(message['content']).__name__}, not a string or null"
+    elif not _calls_shaped(message.get("tool_calls")):
+        problem = "choices[0].message.tool_calls is not a list of calls, each with a function object"
+    elif not _unicode(message):
+        problem = "choices[0].message is not valid Unicode text (it holds a lone surrogate)"
+    else:
+        return message
+    raise EndpointFailure("bad_response", problem, retryable=False)
+
+
+def _calls_shaped(calls: object) -> bool:
+    return calls is None or (
+        isinstance(calls, list) and all(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls)
+    )
+
+
+def _unicode(value: object) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _server_root(url: str) -> str:
@@ -176,7 +208,7 @@ class ChatClient:
         body.update(settings.extra_body)
         answer = await self.route.post("/chat/completions", body)
         choice = _first_choice(answer, turn, "message")
-        message = choice["message"]
+        message = _reply_message(choice)
         self.tokens_used = (turn.prompt_tokens or 0) + (turn.completion_tokens or 0)
         if self.tokens is not None:
             self._trace(answer.body, choice, turn)

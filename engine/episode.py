@@ -33,6 +33,17 @@ from engine.trajectory import EpisodeKey, EpisodeRecord, Status, TokenTrace, Tur
 from engine.transport import EndpointFailure
 from toolworlds.core import Finish, StepResult, Task, ToolCall, WorldBugError, error_observation
 
+# Of the causes `world_cause` names, those that are the world's own doing: its code raised, hung, died, would
+# not load, or was quarantined for one of these. `world_sandbox` (the sandbox failed) and `world_worker_lost`
+# (its process was killed for something else) are not.
+WORLD_FAULTS = frozenset({"world_bug", "world_timeout", "world_crash", "world_load_error", "world_quarantined"})
+
+
+def world_cause(reason: str) -> str:
+    """The record's cause for a world that failed with `reason` (a `SandboxError.reason`, or `world_bug`)."""
+    return reason if reason == "world_bug" else f"world_{reason}"
+
+
 AGENT_RULES = (
     "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
     f"When the task is done, call `{FINISH_TOOL}`, with `answer` set when the task asks a question."
@@ -129,7 +140,7 @@ class Episode:
                 ended = _EpisodeEnded("infra_error", f"endpoint:{failure.cause}", detail=failure.detail)
             except WorldBugError as bug:
                 reason = getattr(bug, "reason", "world_bug")  # a sandboxed world: timeout, crash, quarantined...
-                cause = "world_bug" if reason == "world_bug" else f"world_{reason}"
+                cause = world_cause(reason)
                 ended = _EpisodeEnded("infra_error", cause, detail=str(bug))
             finally:
                 with anyio.CancelScope(shield=True):

@@ -94,6 +94,9 @@ class ToolSpec:
         # integer, 20.0 is); pydantic then converts, and checks what a schema cannot say. The compiled Rust
         # validator answers "valid?" in a fraction of a microsecond; only arguments it refuses pay for the
         # Python validator, which names every problem (and has the last word).
+        not_text = _not_unicode(arguments)
+        if not_text is not None:  # a lone surrogate (`"\\ud83d"`, half an emoji): no text can hold it
+            return None, [ArgumentProblem(field=not_text, problem="is not valid Unicode text (a lone surrogate)")]
         problems = [] if self._input_is_valid(arguments) else schema_problems(self._input_validator, arguments)
         if problems:
             return None, problems
@@ -119,6 +122,28 @@ class ToolSpec:
     def dump_result(self, value: object) -> Any:
         """The JSON form of a tool's return value, as its output schema describes it."""
         return self.returns.dump_python(value, mode="json")
+
+
+def _not_unicode(value: object, path: str = "") -> str | None:
+    """Where in a decoded JSON value a string (or key) is not valid Unicode text, or None. JSON's escapes can
+    spell a lone surrogate, which no UTF-8 encoder (the validators', the store's, a server's) accepts."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return path or "(arguments)"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            found = _not_unicode(key, where) or _not_unicode(item, where)
+            if found is not None:
+                return found.encode(errors="backslashreplace").decode()
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _not_unicode(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def openai_function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:

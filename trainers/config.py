@@ -73,7 +73,7 @@ class DesignerConfig(_Section):
     plateau: tuple[float, float] = (0.4, 0.6)
     plateau_weight: float = 0.5
     invalid_penalty: float = -1.0
-    smoke_seeds: int = Field(3, ge=1)
+    smoke_seeds: int = Field(3, ge=1, description="Seeds the contract checks play (at least the seeds the plays use).")
 
 
 class AgentConfig(_Section):

@@ -217,7 +217,7 @@ class SelfPlay:
         records = list(reference)
         if designed is not None:
             for outcome in designed.outcomes:
-                if outcome.plays:
+                if outcome.plays and outcome.broken is None:  # a world that failed in play teaches nothing
                     records += read_records(self.out / outcome.plays)
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)

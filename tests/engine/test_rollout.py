@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from engine.endpoints import EndpointPool
@@ -13,6 +16,7 @@ from engine.mock_server import render, token_ids
 from engine.rollout import RolloutPlan, run_rollout
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
+from tests.benchmarks.scripted import serving
 from tests.engine.conftest import mock_model, play
 from toolworlds.checks import code_names
 from toolworlds.registry import builtin_worlds
@@ -197,3 +201,43 @@ async def test_rollouts_into_several_stores_can_share_one_limit(tmp_path: Path, 
         assert most_at_once(records) == 2, "one limit over both stores"
     else:
         assert most_at_once(records) > 2, "each store's own limit"
+
+
+def _reply(message: object) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("message", "problem"),
+    [
+        (None, "choices[0].message is NoneType, not an object"),
+        ({"role": "assistant", "content": [{"type": "text", "text": "x"}]}, "content is list, not a string or null"),
+        ({"role": "assistant", "content": None, "tool_calls": "oops"}, "tool_calls is not a list of calls"),
+        ({"role": "assistant", "content": "answer \ud800"}, "not valid Unicode text"),
+    ],
+    ids=["null message", "content parts", "tool_calls a string", "lone surrogate"],
+)
+def test_a_reply_of_the_wrong_shape_is_the_endpoints_failure_not_a_crash(
+    tmp_path: Path, message: object, problem: str
+) -> None:
+    with serving(lambda body: _reply(message)) as url:  # a server with an event loop of its own: played from sync
+        stats, records = anyio.run(functools.partial(play, tmp_path, [url], tasks=2))
+    assert stats.statuses == {"infra_error": 2}
+    for record in records:
+        assert record.cause == "endpoint:bad_response" and record.detail is not None and problem in record.detail
+
+
+def test_a_call_whose_arguments_hold_a_lone_surrogate_is_refused_and_the_episode_goes_on(tmp_path: Path) -> None:
+    arguments = '{"name": "half an emoji \\ud83d"}'  # JSON text: the escape decodes to a lone surrogate
+    call = {"id": "c1", "type": "function", "function": {"name": "find_customer", "arguments": arguments}}
+    with serving(lambda body: _reply({"role": "assistant", "content": None, "tool_calls": [call]})) as url:
+        _, records = anyio.run(functools.partial(play, tmp_path, [url], tasks=1, max_turns=2))
+    (record,) = records
+    assert record.status == "truncated" and record.reward is not None
+    refusal = json.loads(record.messages[3]["content"])
+    assert refusal["error"]["code"] == "invalid_arguments"
+    assert refusal["error"]["fields"] == [{"field": "name", "problem": "is not valid Unicode text (a lone surrogate)"}]

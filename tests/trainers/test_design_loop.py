@@ -129,3 +129,36 @@ def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -
     with WorldMemory.open(out / "memory.sqlite") as memory:
         remembered = memory.get(valid[0]["world_hash"])
         assert remembered is not None and remembered.is_spec and remembered.name == "library"
+
+
+# Valid (its checks search once per episode, as its reference play does), but a second search in one episode
+# crashes it: a world whose failed plays were masked could crash on the plays it wants left out of its regret.
+CRASHES_IN_PLAY = LIBRARY_SOURCE.replace(
+    "        self.wanted = rng.choice(titles)\n",
+    "        self.wanted = rng.choice(titles)\n        self.searches = 0\n",
+).replace(
+    "        return [b for b in self.state.books.values() if title.lower()",
+    "        self.searches = self.searches + 1\n"
+    "        assert self.searches < 2, 'searched twice'\n"
+    "        return [b for b in self.state.books.values() if title.lower()",
+)
+
+
+def test_a_valid_world_whose_code_fails_in_a_play_is_scored_invalid_and_not_trained_on(tmp_path: Path) -> None:
+    assert CRASHES_IN_PLAY.count("self.searches") == 4
+    flags = design_flags(tmp_path, {"crashes.py": CRASHES_IN_PLAY})
+    out = tmp_path / "run"
+    with mock_model("--script", "random", *flags) as url:  # the agent calls tools with random arguments
+        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "1", "--plays", "3",
+                   "--smoke-seeds", "1"]  # fmt: skip
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    (outcome,) = [DesignOutcome.model_validate_json(line) for line in (out / "designs.jsonl").read_text().splitlines()]
+    assert outcome.verdict is not None and outcome.verdict["valid"]
+    assert outcome.verdict["gates"][-1]["detail"].endswith("over 3 seeds")  # every seed a play uses is checked
+    assert (
+        outcome.broken is not None and outcome.broken.startswith("world_bug: ") and "AssertionError" in outcome.broken
+    )
+    assert outcome.reward == -1.0 and outcome.regret is None
+    (metrics,) = read_metrics(out)
+    assert metrics.valid_after_repair == 1 and metrics.broken_in_play == 1 and metrics.rewards == [-1.0]

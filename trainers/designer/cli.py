@@ -33,7 +33,9 @@ def design(
     documents: Annotated[int, typer.Option(min=1, help="Grounding documents per iteration.")] = 4,
     generations: Annotated[int, typer.Option(min=1, help="G: worlds the designer writes per document.")] = 1,
     plays: Annotated[int, typer.Option(min=1, help="K: tasks per valid world, played without and with the hint.")] = 8,
-    smoke_seeds: Annotated[int, typer.Option(min=1, help="Seeds of the sandbox smoke test.")] = 8,
+    smoke_seeds: Annotated[
+        int, typer.Option(min=1, help="Seeds the contract checks play (at least --plays: every seed a play uses).")
+    ] = 8,
     corpus: Annotated[str, typer.Option(help="'builtin', a .jsonl/.parquet file, or a folder of text.")] = "builtin",
     text_field: Annotated[str, typer.Option(help="Text column of a .jsonl/.parquet corpus.")] = "text",
     document_tokens: Annotated[int, typer.Option(min=32, help="Chunk budget of a grounding document.")] = 600,
@@ -132,6 +134,7 @@ def metrics_table(metrics: IterationMetrics) -> Table:
         "replies / asked": f"{metrics.replies} / {metrics.requested}",
         "valid before repair": f"{metrics.valid_before_repair} ({metrics.validity_before_repair:.0%})",
         "valid after repair": f"{metrics.valid_after_repair} ({metrics.validity_after_repair:.0%})",
+        "valid, then failed in play (invalid)": str(metrics.broken_in_play),
         "rejections": ", ".join(f"{k}: {v}" for k, v in sorted(metrics.rejections.items())) or "-",
         "regret (mean; negative)": "-" if metrics.regret_mean is None else
         f"{metrics.regret_mean:.3f}; {metrics.negative_regrets} negative",

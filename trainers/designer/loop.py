@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from engine.endpoints import EndpointPool
 from engine.environments import LocalWorlds, SandboxWorlds
+from engine.episode import WORLD_FAULTS
 from engine.rollout import MAX_FAILED_SHARE, RolloutPlan, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
@@ -88,6 +89,9 @@ class DesignOutcome(BaseModel):
     mean_hinted: float | None = None
     masked_plays: int = 0
     reward: float | None = Field(default=None, description="None: masked (the endpoint or every play failed).")
+    broken: str | None = Field(
+        default=None, description="How the world's own code failed in a play (it raised, hung or died): invalid."
+    )
 
 
 class IterationMetrics(BaseModel):
@@ -111,6 +115,7 @@ class IterationMetrics(BaseModel):
     vendi: float
     vendi_embedding: str = VENDI_EMBEDDING
     answer_leak_rate: float | None
+    broken_in_play: int = Field(0, description="Valid worlds whose own code failed in a play (scored invalid).")
     seconds: dict[str, float]
     worlds_per_minute: float
     memory: dict[str, int]
@@ -157,7 +162,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     verdicts: list[Verdict | None] = [None] * len(samples)
 
     async def judge(index: int, reply: str) -> None:
-        seeds = range(settings.smoke_seeds)
+        seeds = range(max(settings.smoke_seeds, settings.plays))  # every seed a play will use is a checked one
         if settings.format == "spec":
             verdicts[index] = await validate_spec(reply, seeds=seeds)
         else:
@@ -192,9 +197,15 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     outcome.world_hash = digest
     plays = run.out / "worlds" / digest[:16] / sample.key.replace("/", "-")  # fresh plays for each design
     outcome.plays = str(plays.relative_to(run.out))
-    regret = await _play_both_ways(run, verdict, digest, plays)
+    regret, broken = await _play_both_ways(run, verdict, digest, plays)
     if verdict.local is None:
         await run.sandbox.unload(verdict.world)
+    if broken is not None:
+        # Its failed plays would be masked, not scored: a world that crashes (or hangs) on the plays it wants
+        # left out of its regret could pick its own reward. A world that fails in play is invalid.
+        log.info("a valid world failed in play: invalid", world=verdict.world.name, failure=broken)
+        outcome.broken, outcome.reward = broken, designer_reward(None, run.settings.reward)
+        return outcome
     outcome.regret, outcome.masked_plays = regret.value, regret.masked
     outcome.mean_plain, outcome.mean_hinted = regret.mean_plain, regret.mean_hinted
     outcome.reward = designer_reward(regret, run.settings.reward)
@@ -220,7 +231,8 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     return outcome
 
 
-async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directory: Path) -> Regret:
+async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directory: Path) -> tuple[Regret, str | None]:
+    """The world's regret over K plays each way, and how its own code failed in one of them (or None)."""
     assert verdict.world is not None and verdict.source is not None
     worlds = run.out / "worlds"
     worlds.mkdir(parents=True, exist_ok=True)
@@ -233,11 +245,10 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directo
     environments = LocalWorlds(str(path)) if spec else SandboxWorlds(run.sandbox, verdict.world)
     with TrajectoryStore.open(directory, plan) as store:
         await run_rollout(plan, store, run.endpoints, environments, run.settings.concurrency)
-    plays = [
-        Play(record.key.hinted, None if record.status == "infra_error" else record.reward)
-        for record in require_played(list(read_records(directory)), run.settings.max_failed_share, endpoint_only=True)
-    ]
-    return regret_of(plays)
+    records = require_played(list(read_records(directory)), run.settings.max_failed_share, endpoint_only=True)
+    plays = [Play(record.key.hinted, None if record.status == "infra_error" else record.reward) for record in records]
+    broken = next((f"{r.cause}: {r.detail}" for r in records if r.cause in WORLD_FAULTS), None)
+    return regret_of(plays), broken
 
 
 def _metrics(
@@ -276,6 +287,7 @@ def _metrics(
         statuses=dict(statuses),
         vendi=vendi_score([verdict.world.tools for verdict in valid if verdict.world is not None]),
         answer_leak_rate=statistics.fmean(leaks) if leaks else None,
+        broken_in_play=sum(outcome.broken is not None for outcome in outcomes),
         seconds={name: round(value, 3) for name, value in clock.items()},
         worlds_per_minute=60 * len(outcomes) / total if total else 0.0,
         memory=run.memory.counts(),
