@@ -14,10 +14,10 @@ import re
 import subprocess
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from jsonschema import Draft202012Validator
@@ -25,10 +25,11 @@ from jsonschema.exceptions import SchemaError
 
 from toolworlds.core import Finish, ToolCall, ToolWorld, WorldBugError
 from toolworlds.play import EpisodeDriver, LocalEpisode, Transcript, play_driven
-from toolworlds.policies import ArgumentSampler, OraclePolicy
+from toolworlds.policies import ArgumentSampler, ScriptedPolicy
 
 MAX_OBSERVATION_BYTES = 32_000
 PROBES_PER_TOOL = 3
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -152,31 +153,45 @@ def judge(evidence: Evidence) -> list[CheckResult]:
 
 
 async def gather(driver: WorldDriver, seeds: list[int]) -> Evidence:
-    episode = await driver.episode()
-    try:
-        oracle, plans = {}, {}
-        for seed in seeds:
-            oracle[seed], plans[seed] = await play_reference(episode, seed)
-        replay = {seed: (await play_reference(episode, seed))[0] for seed in seeds}
-        idle = {}
-        for seed in seeds:
-            await episode.reset(seed)
-            idle[seed] = (await episode.step(Finish())).reward
-        crashes = await probe_tools(episode, driver.tool_schemas, oracle[seeds[0]] if seeds else None)
-    finally:
-        await episode.close()
+    """Every play in an episode of its own, as real plays are (in the sandbox, a process of its own), and each
+    reference plan asked of yet another episode (no agent asks a world for its solution): a world cannot tell
+    the checks' plays from real ones by counting resets or by noticing it was asked for its plan."""
+    plans, oracle = {}, {}
+    for seed in seeds:
+        plans[seed] = await reference_plan(driver, seed)
+        oracle[seed] = await play_plan(driver, seed, plans[seed])
+    replay = {seed: await play_plan(driver, seed, await reference_plan(driver, seed)) for seed in seeds}
+    idle = {seed: (await play_plan(driver, seed, [Finish()])).score for seed in seeds}
+    crashes = await probe_tools(driver, oracle[seeds[0]] if seeds else None)
     return Evidence(driver.tool_schemas, seeds, oracle, replay, idle, crashes, plans, description=driver.description)
 
 
-async def play_reference(episode: EpisodeDriver, seed: int) -> tuple[Transcript, list[ToolCall | Finish]]:
-    """Reset to `seed` and replay the world's reference plan (then finish) until the episode ends."""
-    oracle = OraclePolicy()
-    transcript = await play_driven(episode, seed, oracle, [])
-    return transcript, oracle.plan
+async def in_fresh_episode(driver: WorldDriver, use: Callable[[EpisodeDriver], Awaitable[T]]) -> T:
+    episode = await driver.episode()
+    try:
+        return await use(episode)
+    finally:
+        await episode.close()
 
 
-async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen: Transcript | None) -> dict[str, str]:
-    """Call every tool with schema-shaped arguments (values taken from a reference play where possible).
+async def reference_plan(driver: WorldDriver, seed: int) -> list[ToolCall | Finish]:
+    """The world's reference plan for `seed`, from an episode that plays nothing."""
+
+    async def plan(episode: EpisodeDriver) -> list[ToolCall | Finish]:
+        await episode.reset(seed)
+        return await episode.solution()
+
+    return await in_fresh_episode(driver, plan)
+
+
+async def play_plan(driver: WorldDriver, seed: int, plan: list[ToolCall | Finish]) -> Transcript:
+    """`plan` (then finish) played from `seed` in a fresh episode, until the episode ends."""
+    return await in_fresh_episode(driver, lambda episode: play_driven(episode, seed, ScriptedPolicy(plan), []))
+
+
+async def probe_tools(driver: WorldDriver, seen: Transcript | None) -> dict[str, str]:
+    """Call every tool with schema-shaped arguments (values taken from a reference play where possible), each
+    call the first of a fresh episode.
 
     A refusal is fine, that is how a service says no; a crash is a bug the agent would hit.
     """
@@ -187,12 +202,11 @@ async def probe_tools(episode: EpisodeDriver, tools: list[dict[str, Any]], seen:
             if isinstance(turn.action, ToolCall):
                 sampler.harvest(dict(turn.action.arguments))
     crashes: dict[str, str] = {}
-    for tool in tools:
+    for tool in driver.tool_schemas:
         for attempt in range(PROBES_PER_TOOL):
-            await episode.reset(attempt)
             arguments = sampler.arguments(tool["input_schema"], optional_probability=0.5)
             try:
-                await episode.step(ToolCall(name=tool["name"], arguments=arguments))
+                await play_plan(driver, attempt, [ToolCall(name=tool["name"], arguments=arguments)])
             except WorldBugError as error:
                 if error.fatal:
                     raise  # the sandbox killed the process: no later call would tell us anything
@@ -419,8 +433,9 @@ def main() -> None:
     world = load_world(sys.argv[1])
 
     async def played() -> None:
+        driver = LocalDriver(world)
         for seed in map(int, sys.argv[2:]):
-            transcript, _ = await play_reference(LocalEpisode(world()), seed)
+            transcript = await play_plan(driver, seed, await reference_plan(driver, seed))
             print(transcript.model_dump_json())
 
     anyio.run(played)

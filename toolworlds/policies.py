@@ -32,16 +32,19 @@ class DrivenPolicy(Protocol):
     def act(self, last: StepResult | None) -> ToolCall | Finish: ...
 
 
-class OraclePolicy:
-    """Replays `world.solution()`, then finishes; `plan` keeps the plan it was given."""
+class ScriptedPolicy:
+    """Plays a fixed plan (a reference plan read elsewhere, a probe), then finishes."""
 
     plan: list[ToolCall | Finish]
 
+    def __init__(self, plan: list[ToolCall | Finish] | None = None) -> None:
+        self.follow(plan or [])
+
     def start(self, world: ToolWorld[Any], task: Task) -> None:
-        self.follow(world.solution())
+        pass
 
     async def begin(self, episode: Any, tools: list[dict[str, Any]], task: Task) -> None:
-        self.follow(await episode.solution())
+        pass
 
     def follow(self, plan: list[ToolCall | Finish]) -> None:
         self.plan = plan
@@ -49,6 +52,16 @@ class OraclePolicy:
 
     def act(self, last: StepResult | None) -> ToolCall | Finish:
         return next(self._plan, Finish())
+
+
+class OraclePolicy(ScriptedPolicy):
+    """Replays `world.solution()`, then finishes; `plan` keeps the plan it was given."""
+
+    def start(self, world: ToolWorld[Any], task: Task) -> None:
+        self.follow(world.solution())
+
+    async def begin(self, episode: Any, tools: list[dict[str, Any]], task: Task) -> None:
+        self.follow(await episode.solution())
 
 
 _TOKEN = re.compile(r"[A-Z]+-\d+|\$?\d[\d,]*\.?\d*|[A-Za-z][\w ]{2,20}")
