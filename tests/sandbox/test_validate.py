@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.sandbox.conftest import LIBRARY_SOURCE
@@ -33,6 +35,7 @@ INSIDER = edited(
     '"""A small library: find a book by title and borrow it."""',
     '"""A small library: find a book by title and borrow it (see `LOAN_RULES`)."""',
 )
+KNOWS_WHEN_CHECKED = (Path(__file__).parents[1] / "worlds" / "knows_when_checked.py").read_text()
 NO_IMPORT = edited("import random\n", "")
 REPLY = f"Here is the world you asked for:\n\n```python\n{NO_IMPORT}```\n\nIt has two tools."  # fmt: skip
 
@@ -64,6 +67,7 @@ async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(po
         (LEAKY, "smoke", "hint helps without the answer"),
         (HANGS, "smoke", "plays at all: the world crashed"),
         (INSIDER, "smoke", "written for the agent: the description names 'LOAN_RULES', code the agent cannot see"),
+        (KNOWS_WHEN_CHECKED, "smoke", "doing nothing does not: seed 0: finishing at once already scores 1.0"),
     ],
     ids=[
         "no code",
@@ -75,6 +79,7 @@ async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(po
         "leaky hint",
         "hang",
         "code in the description",
+        "tells checks from plays",
     ],
 )
 async def test_each_flaw_is_rejected_at_its_gate(pool: SandboxPool, text: str, gate: str, reason: str) -> None:
