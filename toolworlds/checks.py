@@ -331,15 +331,16 @@ def _written_for_the_agent(evidence: Evidence) -> tuple[bool, str]:
     return True, f"the description, {len(evidence.tools)} tools and every task name only what the tools show"
 
 
-_CONSTANT = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?![\w(])")  # SLA_HOURS, RETURN_WINDOW_DAYS
+_CONSTANT = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?!\w)")  # SLA_HOURS, RETURN_WINDOW_DAYS()
+_ATTRIBUTE = re.compile(r"(?<![\w.])(?:self|cls|state)\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # self.state.today
 _QUOTED = re.compile(r"`([^`\n]+)`")
 _QUOTED_CODE = re.compile(r"[A-Z][A-Z0-9_]+|_\w*|(?:self|cls|state)\.[\w.]+|([A-Za-z_][\w.]*)\(.*\)")
 
 
 def code_names(text: str) -> list[str]:
-    """Names in `text` written the way code is: constants (`UPPER_CASE`), and in backticks an all-caps name,
-    a private name, an attribute of `self`/`state`, or the function a call calls."""
-    found = [match.group() for match in _CONSTANT.finditer(text)]
+    """Names in `text` written the way code is: constants (`UPPER_CASE`), attributes of `self`/`state`, and in
+    backticks an all-caps name, a private name, or the function a call calls."""
+    found = [match.group() for pattern in (_CONSTANT, _ATTRIBUTE) for match in pattern.finditer(text)]
     for quoted in _QUOTED.finditer(text):
         code = _QUOTED_CODE.fullmatch(quoted.group(1))
         if code is not None:
@@ -399,18 +400,60 @@ def answer_leak_rate(evidence: Evidence) -> float:
 
 
 def _typed_values(plan: list[ToolCall | Finish]) -> list[str]:
-    """The ids, amounts and answers a plan types: what a hint must not give away (numbers of any length: a
-    one-digit code is an answer too; text of two characters or more)."""
-    values: list[Any] = []
+    """The ids, amounts and answers a plan types (in lists and objects too), and the numbers and ids inside the
+    text it types: what a hint must not give away. Numbers typed as numbers count at any length (a one-digit
+    code is an answer too); text counts from two characters, or one digit; inside text, numbers of two digits
+    or more and ids (`ACC-1042`) count."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, bool) or value is None:
+            return
+        if isinstance(value, int | float):
+            found.append(str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
+        elif isinstance(value, str):
+            if len(value) >= 2 or value.isdigit():
+                found.append(value)
+            if len(value.split()) > 1:
+                found.extend(_TOKENS_IN_TEXT.findall(value))
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+
     for action in plan:
-        values += action.arguments.values() if isinstance(action, ToolCall) else [action.answer]
-    numbers = [str(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
-    return numbers + [v for v in values if isinstance(v, str) and len(v) >= 2]
+        walk(list(action.arguments.values()) if isinstance(action, ToolCall) else action.answer)
+    return list(dict.fromkeys(found))
+
+
+_TOKENS_IN_TEXT = re.compile(r"[A-Za-z]+[-_]?\d+|\d[\d,]*\.?\d*\d")  # ids (ACC-1042, B12), numbers of 2+ digits
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_ID_SEPARATORS = re.compile(r"[A-Za-z0-9]+(?:[-_ ./][A-Za-z0-9]+)+")
 
 
 def _mentions(text: str, value: str) -> bool:
-    """`value` stands in `text` as a whole token ("B1" is in "borrow B1." but not in "B12")."""
-    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text, flags=re.IGNORECASE) is not None
+    """`value` stands in `text` as a whole token ("B1" is in "borrow B1." but not in "B12"), however it is
+    spelled: a number with or without cents or thousands separators (`12.5`: `$12.50`; `1042`: `1,042`), an
+    id with another separator or none (`ACC-1042`: `ACC 1042`, `ACC_1042`, `acc1042`)."""
+    return any(
+        re.search(rf"(?<![\w-]){pattern}(?![\w-])", text, flags=re.IGNORECASE) is not None
+        for pattern in _spellings(value)
+    )
+
+
+def _spellings(value: str) -> list[str]:
+    """Regular expressions for the ways `value` may be written."""
+    if _NUMBER.fullmatch(value):
+        number = float(value.replace(",", ""))
+        forms = {value, f"{number:.2f}", f"{number:,.2f}"}
+        if number.is_integer():
+            forms |= {str(int(number)), f"{int(number):,}"}
+        return [re.escape(form) + r"(?!\.\d)" for form in forms]  # 100 is not in 100.5
+    if len(value) <= 40 and _ID_SEPARATORS.fullmatch(value) and any(c.isdigit() for c in value):  # an id
+        return [r"[\W_]?".join(re.escape(run) for run in re.findall(r"[A-Za-z0-9]+", value))]
+    return [re.escape(value)]
 
 
 CHECKS: list[tuple[str, Callable[[Evidence], tuple[bool, str]]]] = [

@@ -106,7 +106,7 @@ class CodeInHint(LibraryWorld):
 
     def build(self, rng: random.Random) -> Brief:
         brief = super().build(rng)
-        return Brief(instruction=brief.instruction, hint="Look the title up in `self.state.books` first.")
+        return Brief(instruction=brief.instruction, hint="Look the title up in self.state.books first.")
 
 
 class CodeInToolDoc(LibraryWorld):
@@ -120,3 +120,57 @@ class CodeInToolDoc(LibraryWorld):
             book_id: the id of a book on loan.
         """
         return "renewed"
+
+
+class FineInDollars(LibraryWorld):
+    """The plan pays a fine of 2.5; the hint says "$2.50"."""
+
+    def build(self, rng: random.Random) -> Brief:
+        brief = super().build(rng)
+        self.fine = rng.choice([2.5, 7.5])
+        return Brief(instruction=brief.instruction + " Pay my fine too.", hint=f"The fine is ${self.fine:.2f}.")
+
+    @tool
+    def pay_fine(self, amount: float) -> str:
+        """Pay a library fine.
+
+        Args:
+            amount: the fine, in dollars.
+        """
+        return "paid"
+
+    def solution(self) -> list[ToolCall | Finish]:
+        return [*super().solution()[:-1], call("pay_fine", amount=self.fine), Finish()]
+
+
+class ListedId(LibraryWorld):
+    """The plan holds a second book, its id inside a list; the hint names that id."""
+
+    def build(self, rng: random.Random) -> Brief:
+        brief = super().build(rng)
+        self.second = next(b.book_id for b in self.state.books.values() if b.title != self.wanted)
+        return Brief(instruction=brief.instruction + " Hold one more book.", hint=f"Hold {self.second}.")
+
+    @tool
+    def hold(self, book_ids: list[str]) -> str:
+        """Hold books for later.
+
+        Args:
+            book_ids: the ids of the books to hold.
+        """
+        return "held"
+
+    def solution(self) -> list[ToolCall | Finish]:
+        return [*super().solution()[:-1], call("hold", book_ids=[self.second]), Finish()]
+
+
+class AnswerInASentence(LibraryWorld):
+    """The plan answers in a sentence holding the shelf number; the hint gives the number."""
+
+    def build(self, rng: random.Random) -> Brief:
+        brief = super().build(rng)
+        self.shelf = rng.randint(10, 99)
+        return Brief(instruction=brief.instruction + " Which shelf is it on?", hint=f"Shelf {self.shelf}.")
+
+    def solution(self) -> list[ToolCall | Finish]:
+        return [*super().solution()[:-1], Finish(answer=f"It is on shelf {self.shelf}.")]
