@@ -47,6 +47,8 @@ def test_extraction_prefers_the_block_with_the_world() -> None:
     assert "name = 'sh" in extract_source(cut_off)
     with pytest.raises(ExtractionError, match="no code block"):
         extract_source("I cannot write that world.")
+    qualified = "import toolworlds\n\nclass Shop(toolworlds.ToolWorld[State]):\n    name = 'shop'\n"
+    assert extract_source(qualified) == qualified  # a file written out as judged reads back as itself
     with pytest.raises(ExtractionError, match="the cap is 1,000"):
         extract_source("```python\nclass A(ToolWorld[S]):\n" + "    x = 1\n" * 200 + "```", max_bytes=1000)
 

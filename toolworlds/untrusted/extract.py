@@ -7,7 +7,7 @@ import re
 MAX_SOURCE_BYTES = 64 * 1024
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
-_WORLD_CLASS = re.compile(r"^class\s+\w+\s*\(\s*ToolWorld\b", re.MULTILINE)
+_WORLD_CLASS = re.compile(r"^class\s+\w+\s*\(\s*(?:toolworlds\.)?ToolWorld\b", re.MULTILINE)
 
 
 class ExtractionError(ValueError):
