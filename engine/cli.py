@@ -86,7 +86,7 @@ def rollout(
     max_turns: Annotated[int, typer.Option(min=1, help="Model replies per episode before it is cut.")] = 30,
     max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per turn.")] = 512,
     episode_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Token budget per episode [default: the embedded server's context].")
+        int | None, typer.Option(min=1, help="Token budget per episode (default: the embedded server's context).")
     ] = None,
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     token_ids: Annotated[

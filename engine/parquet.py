@@ -8,13 +8,14 @@ batches, so exporting a large run does not hold it in memory.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.store import read_records
+from engine.store import EPISODES_FILE, PLAN_FILE, StoreError, read_records
 from engine.trajectory import EpisodeRecord
 
 SCHEMA = pa.schema(
@@ -75,18 +76,30 @@ def _row(record: EpisodeRecord) -> dict[str, Any]:
 
 
 def export_parquet(run_dir: Path, path: Path, batch_size: int = 512) -> int:
-    """Write every record of `run_dir` to `path`; returns the number of rows."""
+    """Write every record of `run_dir` to `path`; returns the number of rows. The file appears only once
+    every record was read and written (a run that cannot be read leaves an existing `path` as it was), and
+    never in place of the run's own files."""
+    target = path.resolve()
+    if target.parent == run_dir.resolve() and target.name in (EPISODES_FILE, PLAN_FILE):
+        raise StoreError(f"{path} is the run's own {target.name}: write the Parquet file elsewhere")
+    if target.is_dir():
+        raise StoreError(f"{path} is a directory: name a file")
     rows: list[dict[str, Any]] = []
     written = 0
     path.parent.mkdir(parents=True, exist_ok=True)
-    with pq.ParquetWriter(path, SCHEMA) as writer:
-        for record in read_records(run_dir):
-            rows.append(_row(record))
-            if len(rows) == batch_size:
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with pq.ParquetWriter(partial, SCHEMA) as writer:
+            for record in read_records(run_dir):
+                rows.append(_row(record))
+                if len(rows) == batch_size:
+                    writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
+                    written += len(rows)
+                    rows.clear()
+            if rows or not written:
                 writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
                 written += len(rows)
-                rows.clear()
-        if rows or not written:
-            writer.write_table(pa.Table.from_pylist(rows, schema=SCHEMA))
-            written += len(rows)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return written

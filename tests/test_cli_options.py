@@ -38,6 +38,16 @@ def test_every_option_and_argument_of_every_command_has_help() -> None:
     assert not missing, "options without help:\n" + "\n".join(missing)
 
 
+def test_help_says_what_its_source_says() -> None:
+    """Typer renders help as rich markup: `[default: x]` in a help string vanished from `--help`."""
+    from rich.text import Text
+
+    eaten = [f"{path}: {param.opts[0] if param.opts else param.name}: {param.help!r}" for path, command in commands()
+             for param in command.params
+             if getattr(param, "help", None) and Text.from_markup(param.help).plain != param.help]  # fmt: skip
+    assert not eaten, "help that --help would not show as written:\n" + "\n".join(eaten)
+
+
 def test_options_shared_by_commands_share_their_defaults() -> None:
     defaults: dict[str, dict[str, object]] = {}
     for path, command in commands():

@@ -300,7 +300,7 @@ def serve(
     ] = 8700,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve as an MCP server instead of the session API.")] = False,
     transport: Annotated[
-        Transport | None, typer.Option(help="With --mcp: stdio or streamable http [default: http].")
+        Transport | None, typer.Option(help="With --mcp: stdio or streamable http (default: http).")
     ] = None,
     capacity: Annotated[int, typer.Option(min=1, help="Most sessions held at once (HTTP session API).")] = 10_000,
     max_body_bytes: Annotated[

@@ -31,10 +31,10 @@ class PolicyConfig(_Section):
     )
     endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the embedded model.")
     served_name: str = Field("default", description="The model name sent to the endpoints.")
-    tokenizer: str | None = Field(None, description="tokens mode: the served model's tokenizer [default: the model].")
+    tokenizer: str | None = Field(None, description="tokens mode: the served model's tokenizer (default: the model).")
     parallel: int = Field(4, ge=1, description="Slots of the embedded server.")
     lora_rank: int = Field(0, ge=0, description="Train a LoRA adapter of this rank (0: train all weights).")
-    lora_alpha: int | None = Field(None, ge=1, description="LoRA scaling numerator [default: 2 x rank].")
+    lora_alpha: int | None = Field(None, ge=1, description="LoRA scaling numerator (default: 2 x rank).")
     lora_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     lora_targets: str = Field("all-linear", description="'all-linear', or module names joined by commas.")
     weight_sync: WeightSyncKind = Field(

@@ -57,7 +57,7 @@ def train(
     overrides: Annotated[
         list[str], typer.Option("--set", help="Override a knob: --set agent.plays=8 (repeatable).")
     ] = [],  # noqa: B006
-    out: Annotated[Path | None, typer.Option(help="Run directory (new or empty). [default: runs/train]")] = None,
+    out: Annotated[Path | None, typer.Option(help="Run directory, new or empty (default: runs/train).")] = None,
     resume: Annotated[
         Path | None,
         typer.Option(help="Continue a killed or finished run from its last checkpoint (only run.* knobs may change)."),
@@ -321,7 +321,7 @@ def _held_out_table(held: list[HeldOut]) -> Table:
 
 def report(
     run: Annotated[Path, typer.Argument(help="A training run's directory (what `spadework train --out` made).")],
-    out: Annotated[Path | None, typer.Option(help="Where the page and plots go. [default: RUN/report]")] = None,
+    out: Annotated[Path | None, typer.Option(help="Where the page and plots go (default: RUN/report).")] = None,
 ) -> None:
     """A training run as an HTML page with PNG plots: returns, held-out success, designer validity, regret,
     diversity, leaks, throughput and where the time went."""

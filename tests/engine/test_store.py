@@ -163,3 +163,24 @@ def test_parquet_export_keeps_every_record_and_its_tokens(tmp_path: Path) -> Non
     assert table[1]["completion_ids"] == [3, 4] and table[1]["loss_mask"] == [1, 0]
     assert table[1]["logprobs"] == [-0.5, 0.0] and table[1]["token_exact"] is True
     assert table[0]["prompt_ids"] is None and table[0]["status"] == "ok" and table[0]["reward"] == 1.0
+
+
+def test_exporting_never_destroys_a_run_or_an_earlier_export(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from spadework.cli import app
+
+    run = tmp_path / "run"
+    with TrajectoryStore.open(run, plan()) as store:
+        store.append(record(0))
+    stored = (run / "episodes.jsonl").read_bytes()
+    runner = CliRunner()
+    onto_the_run = runner.invoke(app, ["episodes", str(run), "--parquet", str(run / "episodes.jsonl")])
+    assert onto_the_run.exit_code == 2 and "the run's own episodes.jsonl" in onto_the_run.output
+    assert (run / "episodes.jsonl").read_bytes() == stored
+    earlier = tmp_path / "earlier.parquet"
+    assert runner.invoke(app, ["episodes", str(run), "--parquet", str(earlier)]).exit_code == 0
+    exported = earlier.read_bytes()
+    missing = runner.invoke(app, ["episodes", str(tmp_path / "no-such-run"), "--parquet", str(earlier)])
+    assert missing.exit_code == 2 and earlier.read_bytes() == exported
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["earlier.parquet", "run"]  # no partial file left
