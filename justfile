@@ -128,9 +128,9 @@ bench-sandbox *flags="":
 export world out="exports":
     spadework toolworld export {{world}} --out {{out}}/{{world}}
 
-# Serve a world over HTTP (add `--mcp` for MCP).
-serve world port="8700" *flags="":
-    spadework toolworld serve {{world}} --port {{port}} {{flags}}
+# Serve a world over HTTP on port 8700: `just serve banking --port 9000`, `just serve banking --mcp` for MCP.
+serve world *flags="":
+    spadework toolworld serve {{world}} {{flags}}
 
 # The engine vs a bare aiohttp client vs gather + AsyncOpenAI, at 1,000 / 5,000 / 10,000 live episodes.
 bench-engine *flags="":

@@ -15,7 +15,7 @@ import structlog
 import typer
 from rich.console import Console
 
-from engine.endpoints import EndpointPool, RetryPolicy
+from engine.endpoints import EndpointPool, RetryPolicy, endpoint_problem
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.llama_server import (
     ERROR_PREFIX,
@@ -36,6 +36,7 @@ from engine.trajectory import EpisodeRecord
 from engine.transport import TransportKind
 from toolworlds.registry import UnknownWorldError, is_model_written
 from toolworlds.sandbox import SandboxPool, WorldLoadError
+from toolworlds.serving import HostOption
 
 log = structlog.get_logger()
 
@@ -116,6 +117,7 @@ def rollout(
     progress: ProgressOption = True,
 ) -> None:
     """Play a world's tasks through OpenAI-compatible endpoints and store every episode as it finishes."""
+    require_usable(endpoint)
     sandboxed = is_model_written(world)
     if sandboxed and not Path(world).is_file():
         raise typer.BadParameter(f"no such file: {world}", param_hint="--world")
@@ -218,9 +220,17 @@ def embedded_unless(endpoints: list[str], local_model: str, parallel: int) -> Se
         raise typer.BadParameter(str(error), param_hint="--local-model") from None
 
 
+def require_usable(endpoints: list[str]) -> None:
+    """A usage error for the first endpoint that is not an http(s) base URL."""
+    problems = [problem for problem in map(endpoint_problem, endpoints) if problem is not None]
+    if problems:
+        raise typer.BadParameter(problems[0], param_hint="--endpoint")
+
+
 @contextmanager
 def endpoint_urls(endpoints: list[str], served: ServerSettings | None) -> Iterator[list[str]]:
     """The endpoints given, or the embedded server's URL while it runs (started and stopped here)."""
+    require_usable(endpoints)
     if served is None:
         yield list(endpoints)
         return
@@ -246,7 +256,7 @@ def mock_server(
     design: Annotated[
         list[Path], typer.Option(exists=True, dir_okay=False, help="World files designer requests get, in turn.")
     ] = [],  # noqa: B006
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")] = 8800,
 ) -> None:
     """A scripted OpenAI-compatible model server for tests and benchmarks (not a model)."""
@@ -255,6 +265,11 @@ def mock_server(
     from engine.mock_server import build_app
     from toolworlds.serving import bind
 
+    if tokenizer is not None:
+        try:
+            load_template(tokenizer)
+        except (ValueError, OSError) as error:
+            raise typer.BadParameter(str(error), param_hint="--tokenizer") from None
     kinds = tuple(kind.strip() for kind in faults.split(",") if kind.strip())
     for kind in kinds:
         _choice("--faults", kind, FAULTS)
@@ -284,7 +299,7 @@ def serve(
     model: Annotated[
         str, typer.Option(help="A local .gguf file, or 'default' (the embedded SmolLM2-135M).")
     ] = "default",
-    host: Annotated[str, typer.Option(help="Interface to bind; keep it on loopback.")] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8080,
     parallel: Annotated[int, typer.Option(min=1, help="Slots decoded together (continuous batching).")] = 4,
     context: Annotated[int, typer.Option(min=256, help="Context tokens per slot (one episode).")] = 8192,

@@ -14,10 +14,24 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
 from engine.transport import EndpointFailure, Transport, TransportKind, open_transport
+
+
+def endpoint_problem(url: str) -> str | None:
+    """What makes `url` unusable as an OpenAI base URL (`http://host:port/v1`), or None: a typo caught here is
+    a usage error, not every episode of a run failing to connect."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL with a host, like http://localhost:8000/v1"
+    try:
+        parts.port  # noqa: B018 (parsing it is the check)
+    except ValueError:
+        return f"{url!r} has no valid port"
+    return None
 
 
 @dataclass(frozen=True)

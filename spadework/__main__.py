@@ -1,5 +1,5 @@
 """`python -m spadework` is the `spadework` command."""
 
-from spadework.cli import app
+from spadework.cli import run
 
-app()
+run()

@@ -11,6 +11,7 @@ from engine import cli as engine_cli
 from spadework import __version__
 from spadework.logs import configure_logging
 from toolworlds.cli import toolworld_app
+from toolworlds.registry import UnknownWorldError
 from trainers.corpus_cli import corpus_app
 from trainers.designer.cli import design
 from trainers.train_cli import report, train, train_compare
@@ -39,11 +40,37 @@ def _print_version(wanted: bool) -> None:
         raise typer.Exit()
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _log_level(value: str) -> str:
+    if value.lower() not in LOG_LEVELS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return value.lower()
+
+
 @app.callback()
 def main(
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        str,
+        typer.Option(
+            envvar="SPADEWORK_LOG_LEVEL",
+            callback=_log_level,
+            help="debug, info, warning or error (or set the environment variable SPADEWORK_LOG_LEVEL).",
+        ),
+    ] = "info",
     version: Annotated[
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     configure_logging(log_level)
+
+
+def run() -> None:
+    """The `spadework` command. A path it cannot use (missing, a directory, not writable) or a world it
+    cannot find ends in one line naming it, not a traceback, whichever command met it."""
+    try:
+        app()
+    except (OSError, UnknownWorldError) as error:
+        typer.echo(f"Error: {error}", err=True)
+        raise SystemExit(2) from None

@@ -4,7 +4,10 @@ same thing in several commands have one default, and values a command cannot use
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ import typer
 from typer.testing import CliRunner
 
 from spadework.cli import app
+from tests.servers import SPADEWORK
 
 runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
 LIBRARY = "toolworlds/examples/library.py"  # a model-written file: played only in the sandbox
@@ -93,3 +97,34 @@ def test_an_unknown_session_option_is_refused_not_ignored() -> None:
         assert misspelt.status_code == 422 and misspelt.json()["error"]["fields"][0]["field"] == "hint"
         created = http.post("/sessions", json={"seed": 1, "include_hint": True})
         assert created.status_code == 201 and created.json()["task"]["hint"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["toolworld", "export", "banking", "--out", "{file}"], "File exists"),
+        (["toolworld", "show", "nosuchmod:X"], "no module named 'nosuchmod'"),
+        (["mock-server", "--world", "nosuch.py:X"], "no such file: nosuch.py"),
+        (["mock-server", "--tokenizer", "nosuch"], "no tokenizer at 'nosuch'"),
+        (["rollout", "--world", "banking", "--endpoint", "notaurl", "--out", "{dir}/r"], "'notaurl' is not an http(s)"),
+        (["toolworld", "serve", "banking", "--host", ""], "an empty host binds every interface"),
+        (["--log-level", "bogus", "toolworld", "list"], "'bogus' is not one of debug, info, warning, error"),
+    ],
+    ids=[
+        "a file for a folder",
+        "no such module",
+        "no such file",
+        "no such tokenizer",
+        "not a URL",
+        "empty host",
+        "no such log level",
+    ],
+)
+def test_bad_input_ends_in_one_clear_error_not_a_traceback(tmp_path: Path, arguments: list[str], message: str) -> None:
+    (tmp_path / "afile").write_text("")
+    command = [*SPADEWORK, *(a.format(file=tmp_path / "afile", dir=tmp_path) for a in arguments)]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})  # fmt: skip
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert "Traceback" not in completed.stderr and message in completed.stderr, completed.stderr[-2000:]
+    assert not (tmp_path / "r").exists()  # nothing was started

@@ -26,6 +26,7 @@ from toolworlds.policies import make_policy
 from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
 from toolworlds.sandbox import WorldLoadError
 from toolworlds.sandboxed import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
+from toolworlds.serving import HostOption
 from toolworlds.spec import spec_schema
 
 toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
@@ -294,7 +295,7 @@ def spec_schema_command() -> None:
 @toolworld_app.command()
 def serve(
     name: WorldName,
-    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    host: HostOption = "127.0.0.1",
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one (printed on start).")
     ] = 8700,

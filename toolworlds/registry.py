@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import traceback
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def load_world(spec: str) -> WorldClass:
         known = ", ".join(sorted(worlds))
         raise UnknownWorldError(f"no toolworld named {spec!r}; known: {known} (or give module:Class)")
     location, _, attribute = spec.rpartition(":")
-    module = _import_file(Path(location)) if location.endswith(".py") else importlib.import_module(location)
+    module = _import_file(Path(location)) if location.endswith(".py") else _import_module(location)
     if not hasattr(module, attribute):
         raise UnknownWorldError(f"{location} has no attribute {attribute!r}")
     return _check(getattr(module, attribute), spec)
@@ -88,8 +89,34 @@ def _import_file(path: Path) -> Any:
         raise UnknownWorldError(f"cannot import {path}")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
-    module_spec.loader.exec_module(module)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:  # the file's own code: a syntax error, an import it lacks, a raise at import
+        del sys.modules[name]
+        raise UnknownWorldError(f"{path} could not be imported: {_first_line(error)}") from error
     return module
+
+
+def _import_module(location: str) -> Any:
+    try:
+        return importlib.import_module(location)
+    except ModuleNotFoundError as error:
+        if error.name is not None and (location + ".").startswith(
+            error.name + "."
+        ):  # the module named, not one it imports
+            raise UnknownWorldError(
+                f"no module named {location!r} (a world is NAME, module:Class or file.py)"
+            ) from None
+        raise UnknownWorldError(f"{location} could not be imported: {_first_line(error)}") from error
+    except Exception as error:
+        raise UnknownWorldError(f"{location} could not be imported: {_first_line(error)}") from error
+
+
+def _first_line(error: BaseException) -> str:
+    """`SyntaxError: invalid syntax (world.py, line 3)`: the error, where the code that raised it is."""
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__) if "importlib" not in frame.filename]
+    where = f" ({Path(frames[-1].filename).name}, line {frames[-1].lineno})" if frames else ""
+    return f"{type(error).__name__}: {error}{where}"
 
 
 def _check(candidate: object, where: str) -> WorldClass:

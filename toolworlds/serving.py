@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import structlog
 import typer
@@ -21,6 +21,15 @@ import uvicorn
 from toolworlds.core import ToolWorld
 
 log = structlog.get_logger()
+
+
+def _named_host(value: str) -> str:
+    if not value.strip():
+        raise typer.BadParameter("an empty host binds every interface; name one (127.0.0.1 keeps it on this machine)")
+    return value
+
+
+HostOption = Annotated[str, typer.Option(callback=_named_host, help="Address to bind; keep it on loopback.")]
 
 
 def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:

@@ -11,8 +11,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
 from trainers.suite import SuiteName
@@ -31,6 +32,16 @@ class PolicyConfig(_Section):
     )
     endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the embedded model.")
     served_name: str = Field("default", description="The model name sent to the endpoints.")
+
+    @field_validator("endpoints")
+    @classmethod
+    def _usable_urls(cls, endpoints: list[str]) -> list[str]:
+        for url in endpoints:
+            problem = endpoint_problem(url)
+            if problem is not None:
+                raise ValueError(problem)
+        return endpoints
+
     tokenizer: str | None = Field(None, description="tokens mode: the served model's tokenizer (default: the model).")
     parallel: int = Field(4, ge=1, description="Slots of the embedded server.")
     lora_rank: int = Field(0, ge=0, description="Train a LoRA adapter of this rank (0: train all weights).")

@@ -21,7 +21,8 @@ def sample(
     source: Annotated[
         str,
         typer.Argument(
-            help="'builtin', a .jsonl or .parquet file, a folder of text files, hf:NAME (or hf:NAME@SPLIT) or hf-stream:NAME."
+            help="'builtin', a .jsonl or .parquet file, a folder of text files, hf:NAME (or hf:NAME@SPLIT) or "
+            "hf-stream:NAME."
         ),
     ] = ("builtin"),
     count: Annotated[int, typer.Option(min=1, help="How many documents to draw.")] = 3,

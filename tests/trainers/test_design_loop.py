@@ -162,3 +162,13 @@ def test_a_valid_world_whose_code_fails_in_a_play_is_scored_invalid_and_not_trai
     assert outcome.reward == -1.0 and outcome.regret is None
     (metrics,) = read_metrics(out)
     assert metrics.valid_after_repair == 1 and metrics.broken_in_play == 1 and metrics.rewards == [-1.0]
+
+
+def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exits_3(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), "--documents", "2",
+               "--request-timeout", "5"]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert completed.returncode == 3, completed.stderr[-2000:]
+    assert "2 of 2 designer requests failed (connection 2); the iteration is not recorded" in completed.stderr
+    assert read_metrics(out) == [] and not (out / "designs.jsonl").exists()  # a rerun plays iteration 0 again

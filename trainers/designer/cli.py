@@ -13,8 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import embedded_unless, endpoint_urls
+from engine.cli import INFRASTRUCTURE_EXIT, MaxFailedShareOption, embedded_unless, endpoint_urls
 from engine.endpoints import EndpointPool
+from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure
 from engine.settings import EpisodeSettings, Mode
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 from trainers.corpus import Corpus, CorpusError, open_source
@@ -65,6 +66,7 @@ def design(
     ] = SandboxSettings().zygotes,
     request_timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per model request.")] = 600.0,
     seed: Annotated[int, typer.Option(help="Seed of the document draws.")] = 0,
+    max_failed_share: MaxFailedShareOption = MAX_FAILED_SHARE,
 ) -> None:
     """Write toolworlds from documents, validate them in the sandbox, play them with and without the hint,
     and record regret, the designer's reward, the environment memory and per-iteration metrics."""
@@ -108,6 +110,7 @@ def design(
         reward=rewards,
         thresholds=StatusThresholds(),
         concurrency=served.parallel if served is not None else DesignSettings.concurrency,  # one per slot
+        max_failed_share=max_failed_share,
     )
     out.mkdir(parents=True, exist_ok=True)
     first = completed_iterations(out)
@@ -124,7 +127,12 @@ def design(
                 console.print(metrics_table((await run_iteration(run, iteration)).metrics))
 
     with endpoint_urls(endpoint, served) as urls:
-        anyio.run(main, urls)
+        try:
+            anyio.run(main, urls)
+        except InfrastructureFailure as error:
+            Console(stderr=True).print(f"[red]error:[/red] {error}: run the same command again once it is fixed",
+                                       highlight=False, soft_wrap=True)  # fmt: skip
+            raise typer.Exit(INFRASTRUCTURE_EXIT) from None
 
 
 def metrics_table(metrics: IterationMetrics) -> Table:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from engine.endpoints import EndpointPool
 from engine.environments import LocalWorlds, SandboxWorlds
 from engine.episode import WORLD_FAULTS
-from engine.rollout import MAX_FAILED_SHARE, RolloutPlan, require_played, run_rollout
+from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure, RolloutPlan, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from toolworlds.sandbox import SandboxPool
@@ -157,6 +157,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
         for index, sample in enumerate(samples):
             group.start_soon(design, index, sample)
     clock["generation"] = time.perf_counter() - clock["generation"]
+    _require_replies(samples, settings.max_failed_share)
 
     started = time.perf_counter()
     verdicts: list[Verdict | None] = [None] * len(samples)
@@ -183,6 +184,17 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     journal.append(run.out / "designs.jsonl", outcomes)
     journal.append(run.out / "metrics.jsonl", [metrics])
     return IterationResult(metrics, outcomes)
+
+
+def _require_replies(samples: list[DesignSample], max_share: float) -> None:
+    """An iteration whose designer requests all (or more than `max_share` of them) failed at the endpoint is
+    not an outcome: it is not recorded (a rerun plays it again) and `InfrastructureFailure` says why."""
+    failed = Counter(sample.failure.split(":", 1)[0] for sample in samples if sample.failure is not None)
+    count = failed.total()
+    if count and (count == len(samples) or count > max_share * len(samples)):
+        listed = ", ".join(f"{cause} {n}" for cause, n in failed.most_common(3))
+        raise InfrastructureFailure(f"{count} of {len(samples)} designer requests failed ({listed}); the iteration is "
+                                    "not recorded")  # fmt: skip
 
 
 async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict: Verdict | None) -> DesignOutcome:
