@@ -224,3 +224,15 @@ def test_a_world_that_raises_ends_its_episode_in_a_defined_state() -> None:
             f"/sessions/{other}/step", content=b'{"kind": "finish", "answer": "' + b"x" * 2_000_000 + b'"}'
         )
         assert roomy.status_code == 409, "a limit raised with --max-body-bytes lets a 2 MB body through"
+
+
+def test_an_unexpected_error_is_a_json_500_and_the_connection_stays_open() -> None:
+    """Starlette's handler for `Exception` re-raised after answering, and uvicorn then reset the connection:
+    a pooled client's next request failed after every 500."""
+    with launched("tests/worlds/flawed.py:NaNState") as url, httpx.Client(base_url=url) as http:
+        session = http.post("/sessions", json={"seed": 1}).json()["session_id"]
+        for _ in range(5):
+            broken = http.get(f"/sessions/{session}/snapshot")
+            assert broken.status_code == 500 and broken.json()["error"]["code"] == "server_error"
+            assert "ValueError" in broken.json()["error"]["message"]
+            assert http.get("/health").status_code == 200  # on the same connection

@@ -98,3 +98,31 @@ def test_every_command_runs_the_code_validate_judged(tmp_path: Path) -> None:
         created = client.post("/sessions", json={"seed": 3})
         assert created.status_code == 201, created.text
         assert created.json()["task"]["instruction"].endswith("then say \\boxed{done}.")
+
+
+def test_one_slow_call_ends_its_own_episode_and_the_server_goes_on_serving(tmp_path: Path) -> None:
+    """A served world was quarantined by one call past the step deadline: every other session failed and no new
+    one could start, while /health said ok. A server ends only that episode."""
+    from starlette.testclient import TestClient
+
+    from toolworlds.sandboxed import describe, sandboxed_app
+
+    source = Path(LIBRARY).read_text()
+    tool = '''    @tool
+    def stall(self) -> str:
+        """Think for a long time."""
+        while True:
+            pass
+
+    @tool
+    def search('''
+    path = tmp_path / "stalls.py"
+    path.write_text(source.replace("    @tool\n    def search(", tool, 1))
+    with TestClient(sandboxed_app(path, describe(path))) as client:
+        first, second = (client.post("/sessions", json={"seed": seed}).json()["session_id"] for seed in (1, 2))
+        stalled = client.post(f"/sessions/{first}/tools/stall", json={})
+        assert stalled.status_code == 500 and stalled.json()["error"]["code"] == "world_error"
+        assert "WorldTimeout" in stalled.json()["error"]["message"]
+        assert client.post(f"/sessions/{first}/finish").status_code == 409  # that episode ended, failed
+        assert client.post(f"/sessions/{second}/tools/search", json={"title": "a"}).status_code == 200
+        assert client.post("/sessions", json={"seed": 3}).status_code == 201

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import traceback
 from typing import Any, Protocol, TypeVar
 
+import structlog
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Lifespan
+from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 
 from toolworlds.core import ACTION_ADAPTER, Finish, ToolWorld, error_observation
 from toolworlds.export import CreateSession, FinishRequest, Health, SessionCreated, SessionView, openapi_document
@@ -36,6 +39,9 @@ class ServedWorld(Protocol):
 
     def tools(self) -> list[Any]: ...
     def openai_tools(self) -> list[dict[str, Any]]: ...
+
+
+log = structlog.get_logger(__name__)
 
 
 def _error(status: int, code: str, message: str, fields: list[ArgumentProblem] | None = None) -> JSONResponse:
@@ -201,9 +207,38 @@ def create_app(
         Route("/sessions/{session_id}/snapshot", snapshot, methods=["GET"]),
     ]
 
-    async def on_unexpected(request: Request, error: Exception) -> Response:
-        return _error(500, "server_error", f"{type(error).__name__}: {error}: {request.method} {request.url.path}")
+    handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error}
+    return Starlette(
+        routes=routes, exception_handlers=handlers, lifespan=lifespan, middleware=[Middleware(_JsonServerErrors)]
+    )
 
-    handlers = {SessionError: on_session_error, _Invalid: on_invalid, 404: on_http_error, 405: on_http_error,
-                Exception: on_unexpected}  # fmt: skip
-    return Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+
+class _JsonServerErrors:
+    """An unexpected exception answers a JSON 500 (`server_error`, naming it) and the connection stays open.
+    Starlette's handler for `Exception` re-raises once it has answered, and uvicorn then drops the client's
+    keep-alive connection: every pooled client saw a reset after any 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        answered = False
+
+        async def sending(message: Message) -> None:
+            nonlocal answered
+            answered = answered or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as error:
+            if answered:
+                raise
+            frame = traceback.extract_tb(error.__traceback__)[-1]
+            log.error("unexpected error", method=scope["method"], path=scope["path"],
+                      error=f"{type(error).__name__}: {error}", at=f"{frame.filename}:{frame.lineno}")  # fmt: skip
+            where = f"{scope['method']} {scope['path']}"
+            await _error(500, "server_error", f"{type(error).__name__}: {error}: {where}")(scope, receive, send)

@@ -176,7 +176,7 @@ class SandboxedEpisodes:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with SandboxPool() as pool:
+        async with SandboxPool(SandboxSettings(quarantine=False)) as pool:  # one slow call must not end the rest
             self._pool, self._world = pool, await pool.load(self.source, self.filename)
             try:
                 yield

@@ -4,7 +4,7 @@ import random
 
 from toolworlds import Brief, Scorecard, call, tool
 from toolworlds.core import Finish, ToolCall
-from toolworlds.examples.library import LibraryWorld
+from toolworlds.examples.library import LibraryWorld, Shelf
 
 _unseeded = random.Random()
 
@@ -174,3 +174,16 @@ class AnswerInASentence(LibraryWorld):
 
     def solution(self) -> list[ToolCall | Finish]:
         return [*super().solution()[:-1], Finish(answer=f"It is on shelf {self.shelf}.")]
+
+
+class ShelfWithRatio(Shelf):
+    ratio: float
+
+
+class NaNState(LibraryWorld):
+    """Its hidden state holds a NaN, which no JSON body can carry (its snapshot cannot be answered)."""
+
+    def build(self, rng: random.Random) -> Brief:
+        brief = super().build(rng)
+        self.state = ShelfWithRatio(books=self.state.books, ratio=float("nan"))
+        return brief

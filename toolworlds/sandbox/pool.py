@@ -74,6 +74,9 @@ class SandboxSettings:
     process: WorkerSettings = field(default_factory=WorkerSettings)
     deadlines: Deadlines = field(default_factory=Deadlines)
     require: frozenset[str] = frozenset()  # confinement layers that must hold, or the pool refuses to start
+    # A world one of whose requests hung or killed its process is refused from then on (the designer's loops
+    # stop spending on it); a server keeps serving it: only that episode fails.
+    quarantine: bool = True
 
 
 class WorldLoadError(SandboxError):
@@ -337,7 +340,7 @@ class SandboxPool:
             return await call
         except (WorldTimeout, WorkerCrashed) as failure:
             self.killed += 1
-            if world_id in self._worlds:
+            if world_id in self._worlds and self.settings.quarantine:
                 world = self._worlds[world_id]
                 world.quarantined = str(failure)
                 for spare in world.spares:  # no episode will take them now
