@@ -107,6 +107,19 @@ async def test_stdio_refusals_are_error_results() -> None:
         assert late.is_error and json.loads(_text(late))["error"]["code"] == "episode_over"
 
 
+async def test_a_world_whose_code_fails_ends_its_episode_as_over_http() -> None:
+    """The world's failure was a JSON-RPC error with code 0, and the (half-changed) episode played on."""
+    async with stdio_session("tests/worlds/flawed.py:GradeCrash") as session:
+        await session.call_tool("start_task", {"seed": 0})
+        scored = await session.call_tool("get_score", {})
+        assert scored.is_error and json.loads(_text(scored))["error"]["code"] == "world_error"
+        assert "the world's grade raised KeyError: 'on_loan' (in grade, flawed.py line" in _text(scored)
+        after = await session.call_tool("search", {"title": "Emma"})
+        assert after.is_error and json.loads(_text(after))["error"]["code"] == "episode_failed"
+        again = await session.call_tool("start_task", {"seed": 1})  # a new episode starts afresh
+        assert not again.is_error
+
+
 @pytest.mark.parametrize("world", sorted(WORLDS))
 async def test_streamable_http_plays_whole_tasks_with_isolated_sessions(world: str, schemas: dict[str, Path]) -> None:
     with launched(world, "--mcp") as url:

@@ -29,7 +29,7 @@ from starlette.applications import Starlette
 
 from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
 from toolworlds.http import ServedWorld
-from toolworlds.sessions import EpisodeFactory, PublicTask, ScoreReport, Session, in_process_episodes
+from toolworlds.sessions import EpisodeFactory, PublicTask, ScoreReport, Session, SessionError, in_process_episodes
 from toolworlds.tool import listing, problems_in
 
 EPISODE_TOOLS = ("start_task", "finish", "get_score")
@@ -174,33 +174,24 @@ def build_server(
         current = sessions.current(ctx)
         if current is None:
             return _refusal(error_observation("no_episode", "call start_task first"))
-        if params.name == "get_score":
-            score, summary = await current.episode.grade()
-            report = ScoreReport(score=score, done=current.done, steps=current.steps, scorecard=summary)
-            return _structured(report.model_dump(mode="json"))
-        async with current.lock:
-            if current.done:
-                return _refusal(error_observation("episode_over", "the episode has ended; call start_task again"))
+        try:  # the episode's rules are the HTTP sessions' (`Session`): a world that fails ends its episode
+            if params.name == "get_score":
+                return _structured((await current.score()).model_dump(mode="json"))
             if params.name == "finish":
                 parsed = _parse(FinishArguments, arguments)
                 if isinstance(parsed, types.CallToolResult):
                     return parsed
-                end = await _step(current, Finish(answer=parsed.answer))
+                end = await current.step(Finish(answer=parsed.answer))
                 ended = EpisodeEnd(finished=True, score=end.reward, scorecard=str(end.info.get("scorecard", "")))
                 return _structured(ended.model_dump(mode="json"))
-            step = await _step(current, ToolCall(name=params.name, arguments=arguments))
+            step = await current.step(ToolCall(name=params.name, arguments=arguments))
+        except SessionError as error:
+            return _refusal(error_observation(error.code, str(error)))
         if "error" in step.info:
             return _refusal(_step_content(step))
         return _structured(_step_content(step))
 
     return Server(f"spadework-{world.name}", version="1", on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-async def _step(session: Session, action: ToolCall | Finish) -> StepResult:
-    result = await session.episode.step(action)
-    session.steps += 1
-    session.done = result.done
-    return result
 
 
 def _parse(model: type[M], arguments: dict[str, Any]) -> M | types.CallToolResult:

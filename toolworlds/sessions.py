@@ -78,8 +78,14 @@ class HostedEpisode(Protocol):
     async def close(self) -> None: ...
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Session:
+    """One episode behind a protocol (HTTP sessions, MCP): stepped one action at a time, ended for good when
+    the world's own code fails (`failure`), whichever protocol asked."""
+
     episode: HostedEpisode
     public_task: PublicTask
     steps: int = 0
@@ -87,8 +93,31 @@ class Session:
     failure: str | None = None  # what the world's own code did wrong; the episode ended there
     lock: anyio.Lock = field(default_factory=anyio.Lock)  # one step at a time, so `done` is never stale
 
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        """Apply an action; a finished or failed episode refuses it (409) instead of stepping."""
+        async with self.lock:
+            if self.failure is not None:
+                raise SessionError(409, "episode_failed", f"the episode ended when {self.failure}")
+            if self.done:
+                raise SessionError(409, "episode_over", "the episode has ended; read its score or start a new one")
+            result = await self.world("step", self.episode.step(action))
+            self.steps += 1
+            self.done = result.done
+        return result
 
-T = TypeVar("T")
+    async def score(self) -> ScoreReport:
+        if self.failure is not None:
+            raise SessionError(500, "world_error", f"no score: the episode ended when {self.failure}")
+        score, summary = await self.world("grade", self.episode.grade())
+        return ScoreReport(score=score, done=self.done, steps=self.steps, scorecard=summary)
+
+    async def world(self, method: str, call: Awaitable[T]) -> T:
+        """Await the world's own code; if it fails, the episode ends failed and the caller gets a named 500."""
+        try:
+            return await call
+        except Exception as error:
+            self.done, self.failure = True, _world_failure(method, error)
+            raise SessionError(500, "world_error", self.failure) from None
 
 
 EpisodeFactory = Callable[[], Awaitable[HostedEpisode]]
@@ -142,40 +171,17 @@ class SessionStore:
         return session
 
     async def step(self, session_id: str, action: ToolCall | Finish) -> StepResult:
-        """Apply an action; a finished session refuses further actions with 409 instead of stepping."""
-        session = self.get(session_id)
-        async with session.lock:
-            if session.failure is not None:
-                raise SessionError(409, "episode_failed", f"the episode ended when {session.failure}")
-            if session.done:
-                message = "the episode has ended; read its score or create a new session"
-                raise SessionError(409, "episode_over", message)
-            result = await self._world(session, "step", session.episode.step(action))
-            session.steps += 1
-            session.done = result.done
-        return result
-
-    async def _world(self, session: Session, method: str, call: Awaitable[T]) -> T:
-        """Await the world's own code; if it fails, the session ends failed and the caller gets a named 500."""
-        try:
-            return await call
-        except Exception as error:
-            session.done, session.failure = True, _world_failure(method, error)
-            raise SessionError(500, "world_error", session.failure) from None
+        return await self.get(session_id).step(action)
 
     async def call_tool(self, session_id: str, name: str, arguments: dict[str, JsonValue]) -> StepResult:
         return await self.step(session_id, ToolCall(name=name, arguments=arguments))
 
     async def score(self, session_id: str) -> ScoreReport:
-        session = self.get(session_id)
-        if session.failure is not None:
-            raise SessionError(500, "world_error", f"no score: the episode ended when {session.failure}")
-        score, summary = await self._world(session, "grade", session.episode.grade())
-        return ScoreReport(score=score, done=session.done, steps=session.steps, scorecard=summary)
+        return await self.get(session_id).score()
 
     async def snapshot(self, session_id: str) -> dict[str, Any]:
         session = self.get(session_id)
-        return await self._world(session, "snapshot", session.episode.snapshot())
+        return await session.world("snapshot", session.episode.snapshot())
 
     async def delete(self, session_id: str) -> None:
         session = self.get(session_id)
