@@ -195,5 +195,5 @@ CORPUS = [
             'return str(wrap.__init__.__globals__["system"]("touch " + OUTSIDE + "/escaped"))'
         ),
     ),
-    _attack("non-determinism", "ran", step="return str(random.random())"),
+    _attack("non-determinism", RAISES, step="return str(random.random())"),  # unseeded draws raise in the sandbox
 ]

@@ -23,6 +23,10 @@ def edited(old: str, new: str) -> str:
 
 FREE_LUNCH = edited("any(b.title == self.wanted for b in loans)", "True")
 UNSEEDED = edited("titles = rng.sample(", "titles = random.sample(")
+ALIASED = edited("titles = rng.sample(", "draw = random\n        titles = draw.sample(")  # past the static gate
+CLOCKED = edited("titles = rng.sample(", "titles = [str(datetime.date.today())] + rng.sample(").replace(
+    "import random\n", "import datetime\nimport random\n", 1
+)
 LEAKY = edited(
     'hint="Search by title to learn the book\'s id."',
     'hint=f"It is {self.wanted}, id B" + str(titles.index(self.wanted))',
@@ -63,7 +67,9 @@ async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(po
         (LIBRARY_SOURCE + "\nimport os\n", "policy", "import"),
         (LIBRARY_SOURCE + "\nassert False, 'at import'\n", "load", "AssertionError: at import"),
         (FREE_LUNCH, "smoke", "doing nothing does not: seed 0: finishing at once already scores 1.0"),
-        (UNSEEDED, "smoke", "deterministic per seed"),
+        (UNSEEDED, "policy", "unseeded randomness: random.sample: draw from the rng build gets"),
+        (ALIASED, "smoke", "reset: RuntimeError: unseeded randomness: draw from the rng build() gets"),
+        (CLOCKED, "policy", "wall clock: .today(): keep the time in the state"),
         (LEAKY, "smoke", "hint helps without the answer"),
         (HANGS, "smoke", "plays at all: the world crashed"),
         (INSIDER, "smoke", "written for the agent: the description names 'LOAN_RULES', code the agent cannot see"),
@@ -76,6 +82,8 @@ async def test_a_reply_is_extracted_and_repaired_and_both_validities_are_told(po
         "load error",
         "free lunch",
         "unseeded",
+        "unseeded through an alias",
+        "wall clock",
         "leaky hint",
         "hang",
         "code in the description",

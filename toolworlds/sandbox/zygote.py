@@ -23,11 +23,12 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from toolworlds.sandbox.confine import Confinement, Limits, confine
 from toolworlds.sandbox.episode import describe, run_episode
 from toolworlds.sandbox.framing import FrameError, FrameReader, encode, write_all, write_frame
+from toolworlds.untrusted.policy import SEEDED_ONLY
 
 # Imported lazily by pydantic or the standard library once worlds run; after the uid drop the interpreter's
 # own files may be unreadable (a Python under /root), so these must be in memory before.
@@ -45,6 +46,25 @@ def _preload() -> None:
     for name in sorted(ALLOWED_MODULES | PRELOADED):
         importlib.import_module(name)
     preload_seccomp()
+    _seal_unseeded_randomness()
+
+
+def _seal_unseeded_randomness() -> None:
+    """The policy gate refuses `random.choice(...)` and `uuid.uuid4()`; an alias it cannot follow (`r = random`)
+    meets this: `random`'s module-level draws and `uuid`'s random ids raise, in every sandbox process. A world's
+    only randomness is the `rng` its `build` gets (`random.Random(seed)` still works)."""
+    import random
+    import uuid
+
+    def unseeded(*args: object, **kwargs: object) -> NoReturn:
+        raise RuntimeError("unseeded randomness: draw from the rng build() gets, not random's or uuid's own")
+
+    for module, allowed in ((random, SEEDED_ONLY["random"]), (uuid, SEEDED_ONLY["uuid"])):
+        for name in dir(module):
+            value = getattr(module, name)
+            if not name.startswith("_") and name not in allowed and callable(value) and not isinstance(value, type):
+                setattr(module, name, unseeded)
+    random.SystemRandom = unseeded  # type: ignore[assignment, misc]
 
 
 class Zygote:

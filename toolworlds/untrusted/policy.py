@@ -26,6 +26,14 @@ FORBIDDEN_NAMES = frozenset(
     }
 )  # fmt: skip
 ALLOWED_DUNDERS = frozenset({"__init__", "__name__", "__future__"})
+# A world's only randomness is the `rng` its `build` gets, and its time is a counter in its state: what else
+# each of these modules offers draws from a generator seeded per process, or reads the wall clock, so the same
+# seed would play differently twice (and the checks could pass on draws a real play never makes).
+SEEDED_ONLY = {
+    "random": frozenset({"Random"}),
+    "uuid": frozenset({"UUID", "uuid3", "uuid5", "NAMESPACE_DNS", "NAMESPACE_URL", "NAMESPACE_OID"}),
+}
+CLOCK_READS = frozenset({"now", "today", "utcnow"})
 # RestrictedPython forbids what the toolworld contract needs: annotated fields (pydantic state models) and
 # single-underscore names. Those verdicts are set aside; any other RestrictedPython error rejects the code.
 _CONTRACT_NEEDS = ("AnnAssign statements are not allowed", 'because it starts with "_"')
@@ -69,8 +77,11 @@ def check_policy(source: str, filename: str = "<world>") -> list[Violation]:
 
 def _walk(tree: ast.AST) -> list[Violation]:
     found: list[Violation] = []
+    unseeded = {alias.asname or alias.name: alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names if alias.name in SEEDED_ONLY}  # fmt: skip
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
+        found += _nondeterminism(node, line, unseeded)
         if isinstance(node, ast.Import):
             found += [_import(line, alias.name) for alias in node.names if not _allowed(alias.name)]
         elif isinstance(node, ast.ImportFrom):
@@ -88,6 +99,21 @@ def _walk(tree: ast.AST) -> list[Violation]:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "__" in node.value:
             found.append(Violation(line, "dunder string", repr(node.value[:40])))  # fodder for attribute games
     return found
+
+
+def _nondeterminism(node: ast.AST, line: int, unseeded: dict[str, str]) -> list[Violation]:
+    """Draws from a per-process generator (`random.choice`, `from random import randint`, `uuid.uuid4`) and
+    reads of the wall clock (`datetime.now()`, `date.today()`)."""
+    if isinstance(node, ast.ImportFrom) and node.module in SEEDED_ONLY:
+        drawn = [alias.name for alias in node.names if alias.name not in SEEDED_ONLY[node.module]]
+        return [Violation(line, "unseeded randomness", f"from {node.module} import {name}: use rng") for name in drawn]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in unseeded:
+        module = unseeded[node.value.id]
+        if node.attr not in SEEDED_ONLY[module]:
+            return [Violation(line, "unseeded randomness", f"{module}.{node.attr}: draw from the rng build gets")]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CLOCK_READS:
+        return [Violation(line, "wall clock", f".{node.func.attr}(): keep the time in the state, as a counter")]
+    return []
 
 
 def _world_classes(tree: ast.Module) -> list[Violation]:
