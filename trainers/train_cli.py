@@ -4,6 +4,7 @@ run with `--resume`); `spadework report`: that run's plots and page."""
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import uuid
 from contextlib import AsyncExitStack, ExitStack, suppress
@@ -36,7 +37,16 @@ from trainers.distributed import BroadcastRowFeed, Ranks
 from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
 from trainers.memory import PeakMemory
 from trainers.report import ReportError, read_run, summary, write_report
-from trainers.run_state import TRAINER_DIR, WEIGHTS_DIR, ResumeError, RunState, load_state, restore
+from trainers.run_state import (
+    STATE_DIR,
+    STATE_FILE,
+    TRAINER_DIR,
+    WEIGHTS_DIR,
+    ResumeError,
+    RunState,
+    load_state,
+    restore,
+)
 from trainers.selfplay import HeldOut, SelfPlay, read_held_out
 from trainers.weight_sync import (
     GGUFReloadSync,
@@ -126,8 +136,11 @@ def _configured_run(preset: str | None, overrides: list[str], out: Path | None, 
         if out is not None or preset is not None:
             raise typer.BadParameter("a resumed run keeps its directory and preset; drop --out and --preset")
         try:
-            state = load_state(resume)
-            return resumed_config(resume / "config.json", overrides), resume, state
+            config = resumed_config(resume / "config.json", overrides)
+            if not (resume / STATE_DIR / STATE_FILE).exists() and check_empty:
+                _start_over(resume)
+                return config, resume, None
+            return config, resume, load_state(resume)
         except (ResumeError, ConfigError) as error:
             raise typer.BadParameter(str(error), param_hint="--resume") from None
     out = out or Path("runs/train")
@@ -138,6 +151,15 @@ def _configured_run(preset: str | None, overrides: list[str], out: Path | None, 
     if check_empty and out.exists() and any(out.iterdir()):  # other processes of the run see the first's files
         raise typer.BadParameter(f"{out} already holds a run; continue it with --resume {out}, or give a new --out")
     return config, out, None
+
+
+def _start_over(out: Path) -> None:
+    """A run stopped before its first checkpoint (killed, or its server failed to start) has nothing to resume
+    from: it starts over, with the config it was given, in the same directory."""
+    log.warning("no checkpoint yet: the run starts over with its config", out=str(out))
+    for path in out.iterdir():
+        if path.name != "config.json":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
 def _embedded_server(config: TrainConfig, source: Path | str) -> ServerSettings | None:

@@ -51,7 +51,25 @@ def test_a_bad_setting_stops_the_run_before_it_starts(tmp_path: Path) -> None:
     assert again.returncode == 2 and "already holds a run" in again.stderr and "--resume" in again.stderr
     resumed = subprocess.run([*SPADEWORK, "train", "--resume", str(tmp_path)], capture_output=True, text=True,
                              timeout=120, env={**os.environ, "COLUMNS": "200"})  # fmt: skip
-    assert resumed.returncode == 2 and "has no checkpoint" in resumed.stderr
+    assert resumed.returncode == 2 and "config.json is missing: not a spadework training run" in resumed.stderr
+
+
+def test_a_run_stopped_before_its_first_checkpoint_starts_over_on_resume(tmp_path: Path) -> None:
+    """It was a dead end: a rerun said "already holds a run; continue it with --resume", and --resume said
+    "has no checkpoint: nothing to resume"."""
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)  # its server will not start
+    out = tmp_path / "run"
+    env = {**os.environ, "COLUMNS": "200"}
+    started = subprocess.run([*SPADEWORK, "train", "--out", str(out), "--set", f"policy.model={broken}"],
+                             capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert started.returncode == 2 and (out / "config.json").exists(), started.stderr[-2000:]
+    (out / "eval.jsonl").write_text("{}\n")  # as if the held-out evaluation had begun
+    resumed = subprocess.run([*SPADEWORK, "train", "--resume", str(out)], capture_output=True, text=True,
+                             timeout=120, env=env)  # fmt: skip
+    assert "no checkpoint yet: the run starts over with its config" in resumed.stderr, resumed.stderr[-2000:]
+    assert resumed.returncode == 2 and "policy.model" in resumed.stderr  # it got as far as the server, again
+    assert sorted(path.name for path in out.iterdir()) == ["config.json"]
 
 
 @pytest.mark.parametrize(
