@@ -38,7 +38,12 @@ if TYPE_CHECKING:
 MAX_REPLIES = 200  # the engine's cap on replies per episode: BFCL's own limits (21 steps a turn) bind first
 EPISODE_TIMEOUT_S = 7200.0  # a 7-turn entry on a slow CPU model takes many minutes
 
-ModelOption = Annotated[str | None, typer.Option(help="The model name sent to the endpoint (default: its name).")]
+ModelOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The model name sent: vLLM serves a model under its name (default: the embedded model's, or 'default')."
+    ),
+]
 OutOption = Annotated[Path | None, typer.Option(help="Run folder; an existing one is resumed.")]
 
 bench_app = typer.Typer(help="Public benchmarks: BFCL v4 multi-turn and ACEBench Agent.", no_args_is_help=True)
@@ -84,6 +89,10 @@ def bfcl_v4(
 
     if policy is not None and policy not in POLICIES:
         raise typer.BadParameter(f"unknown policy {policy!r}: choose from {', '.join(POLICIES)}", param_hint="--policy")
+    if ids is not None and (categories is not None or limit is not None):
+        raise typer.BadParameter("--ids plays exactly those entries: drop --categories and --limit", param_hint="--ids")
+    if ids is not None and not ids.strip(","):
+        raise typer.BadParameter("no entry id given", param_hint="--ids")
     try:
         chosen = choose(parse_categories(categories), limit, ids.split(",") if ids else None)
     except UnknownCategory as error:

@@ -65,12 +65,13 @@ def bfcl_modules() -> Any:
 
 def categories(names: str | list[str] | None) -> list[str]:
     """`base,miss_func` (or a list; None: all four) checked against the multi-turn categories."""
-    chosen = list(CATEGORIES) if not names else names.split(",") if isinstance(names, str) else names
+    chosen = list(CATEGORIES) if names is None else names.split(",") if isinstance(names, str) else names
     chosen = [name.strip().removeprefix("multi_turn_") for name in chosen]
-    unknown = [name for name in chosen if name not in CATEGORIES]
-    if unknown:
-        raise UnknownCategory(f"unknown BFCL category {', '.join(unknown)}: choose from {', '.join(CATEGORIES)}")
-    return chosen
+    unknown = [name or "''" for name in chosen if name not in CATEGORIES]
+    if unknown or not chosen:
+        named = f"unknown BFCL category {', '.join(unknown)}" if unknown else "no BFCL category named"
+        raise UnknownCategory(f"{named}: choose from {', '.join(CATEGORIES)}")
+    return list(dict.fromkeys(chosen))  # a category named twice is played once
 
 
 @lru_cache(maxsize=8)

@@ -57,6 +57,12 @@ def test_bad_categories_and_policies_are_named(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "unknown BFCL category simple: choose from base, miss_func" in unknown.stderr
     policy = bench("--policy", "oracle", "--out", str(tmp_path))
     assert policy.returncode == 2 and "unknown policy 'oracle'" in policy.stderr
+    empty = bench("--categories", "", "--out", str(tmp_path))  # it played all 800
+    assert empty.returncode == 2 and "unknown BFCL category '': choose from" in empty.stderr
+    both = bench("--ids", "multi_turn_base_0", "--limit", "2", "--out", str(tmp_path))  # --limit was ignored
+    assert both.returncode == 2 and "--ids plays exactly those entries" in both.stderr
+    twice = bench("--policy", "ground-truth", "--categories", "base,base", "--limit", "1", "--out", str(tmp_path / "t"))
+    assert twice.returncode == 0 and results(tmp_path / "t")["entries"] == {"base": 1}  # played once, not twice
 
 
 def test_episodes_leave_no_backends_behind_and_a_runaway_turn_is_cut(tmp_path: Path) -> None:
