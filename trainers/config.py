@@ -254,10 +254,15 @@ def resumed_config(path: Path, overrides: list[str] | None = None) -> TrainConfi
     checkpoint was made by the rest."""
     if not path.exists():
         raise ConfigError(f"{path} is missing: not a spadework training run")
+    saved = json.loads(path.read_text())
     for override in overrides or []:
-        if not override.strip().startswith("run."):
-            raise ConfigError(f"override {override!r}: a resumed run keeps its config; only run.* knobs can change")
-    return _configured(json.loads(path.read_text()), overrides or [])
+        knob = override.strip().partition("=")[0].strip()
+        if knob == "policy.endpoints" and saved.get("policy", {}).get("endpoints"):
+            continue  # where its servers are now (a vLLM restarted on another host), not what is trained
+        if not knob.startswith("run."):
+            raise ConfigError(f"override {override!r}: a resumed run keeps its config; only run.* knobs (and the "
+                              "endpoints of a run served by them) can change")  # fmt: skip
+    return _configured(saved, overrides or [])
 
 
 def _configured(tree: dict[str, Any], overrides: list[str]) -> TrainConfig:

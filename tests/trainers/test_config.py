@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from trainers.config import PRESETS, ConfigError, TrainConfig, load_config
+from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
@@ -98,3 +100,18 @@ def test_the_cpu_preset_trains_and_measures_on_the_lite_suite() -> None:
     tiny = load_config("cpu-tiny")
     assert tiny.agent.suite == tiny.run.eval_suite == "reference-lite" and tiny.agent.call_schema
     assert 3 * tiny.run.eval_tasks >= 200, "at least 200 held-out episodes per measurement"
+
+
+def test_a_resumed_run_served_by_endpoints_may_move_to_new_ones_and_nothing_else(tmp_path: Path) -> None:
+    served = tmp_path / "served.json"
+    served.write_text(load_config("gpu-qwen3-4b", ['policy.endpoints=["http://gpu1:8000/v1"]']).model_dump_json())
+    moved = resumed_config(served, ['policy.endpoints=["http://gpu2:8000/v1"]', "run.iterations=300"])
+    assert moved.policy.endpoints == ["http://gpu2:8000/v1"] and moved.run.iterations == 300
+    with pytest.raises(ConfigError, match=r"only run\.\* knobs"):
+        resumed_config(served, ["agent.plays=4"])
+    with pytest.raises(ConfigError, match="is not an http"):
+        resumed_config(served, ['policy.endpoints=["gpu2:8000"]'])
+    embedded = tmp_path / "embedded.json"
+    embedded.write_text(load_config("cpu-tiny").model_dump_json())
+    with pytest.raises(ConfigError, match=r"policy\.endpoints"):  # it serves its own policy: that is what it trains
+        resumed_config(embedded, ['policy.endpoints=["http://gpu2:8000/v1"]'])

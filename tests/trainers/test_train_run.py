@@ -146,7 +146,7 @@ def test_a_resumed_run_keeps_its_config(resumed_run: tuple[Path, subprocess.Comp
     out, _ = resumed_run
     changed = subprocess.run([*SPADEWORK, "train", "--resume", str(out), "--set", "agent.plays=4"],
                              capture_output=True, text=True, timeout=120, env=ENV)  # fmt: skip
-    assert changed.returncode == 2 and "only run.* knobs can change" in changed.stderr
+    assert changed.returncode == 2 and "only run.* knobs (and the endpoints of a run served by them)" in changed.stderr
 
 
 def test_the_report_renders_the_run(resumed_run: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
