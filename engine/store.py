@@ -52,14 +52,22 @@ class TrajectoryStore:
         wanted = plan.model_dump(mode="json")
         if plan_path.exists():
             held = json.loads(plan_path.read_text())
-            if held != wanted:
-                changed = sorted(k for k in set(held) | set(wanted) if held.get(k) != wanted.get(k))
+            changed = [path for path in _differences(held, wanted) if path not in RESUMABLE]
+            if changed:
                 raise StoreError(
                     f"{directory} holds a run with a different plan (differs in: {', '.join(changed)}); "
                     "resume with the same options or choose another --out"
                 )
-        else:
-            plan_path.write_text(json.dumps(wanted, indent=2) + "\n")
+            if held == wanted:
+                return cls._opened(directory)
+        # New, or resumed somewhere else: the plan says where it plays now (written whole, or not at all).
+        partial = plan_path.with_name(f".{PLAN_FILE}.partial")
+        partial.write_text(json.dumps(wanted, indent=2) + "\n")
+        os.replace(partial, plan_path)
+        return cls._opened(directory)
+
+    @classmethod
+    def _opened(cls, directory: Path) -> TrajectoryStore:
         store = cls(directory)
         store._recover()
         store._file = store.path.open("ab")
@@ -110,6 +118,19 @@ class TrajectoryStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# What a resume may change: where and how patiently a run is played, not what is played (a server restarted at
+# another address, a longer timeout after an outage, the run's folder renamed). Anything else is a new run.
+RESUMABLE = frozenset({"run", "endpoint", "user_endpoint", "settings.request_timeout_s", "settings.episode_timeout_s"})
+
+
+def _differences(held: Any, wanted: Any, path: str = "") -> list[str]:
+    """The dotted paths at which two plans differ (`settings.temperature`), objects compared key by key."""
+    if isinstance(held, dict) and isinstance(wanted, dict):
+        keys = sorted(set(held) | set(wanted))
+        return [found for key in keys for found in _differences(held.get(key), wanted.get(key), f"{path}{key}.")]
+    return [] if held == wanted else [path.rstrip(".")]
 
 
 def read_records(directory: Path) -> Iterator[EpisodeRecord]:

@@ -52,8 +52,20 @@ def test_a_torn_last_line_is_cut_and_the_rest_kept(tmp_path: Path) -> None:
 
 def test_a_different_plan_is_refused_by_name(tmp_path: Path) -> None:
     TrajectoryStore.open(tmp_path, plan()).close()
-    with pytest.raises(StoreError, match=r"differs in: settings, tasks"):
+    with pytest.raises(StoreError, match=r"differs in: settings.max_turns, tasks"):
         TrajectoryStore.open(tmp_path, plan(tasks=4, settings=EpisodeSettings(max_turns=3)))
+
+
+def test_a_resume_may_change_where_and_how_patiently_it_plays_but_not_what(tmp_path: Path) -> None:
+    """A long run could not be resumed once its server moved or its timeout had to grow after an outage."""
+    with TrajectoryStore.open(tmp_path, plan()) as store:
+        store.append(record(0))
+    patient = EpisodeSettings(request_timeout_s=900.0, episode_timeout_s=7200.0)
+    with TrajectoryStore.open(tmp_path, plan(run="renamed", settings=patient)) as store:
+        assert store.finished == {record(0).key.text}
+    assert json.loads((tmp_path / "run.json").read_text())["settings"]["request_timeout_s"] == 900.0
+    with pytest.raises(StoreError, match=r"differs in: settings.temperature\)"):
+        TrajectoryStore.open(tmp_path, plan(run="renamed", settings=patient.model_copy(update={"temperature": 0.5})))
 
 
 def test_a_corrupt_record_names_its_line(tmp_path: Path) -> None:
