@@ -52,7 +52,7 @@ class TrajectoryStore:
         wanted = plan.model_dump(mode="json")
         if plan_path.exists():
             held = json.loads(plan_path.read_text())
-            changed = [path for path in _differences(held, wanted) if path not in RESUMABLE]
+            changed = plan_changes(held, wanted)
             if changed:
                 raise StoreError(
                     f"{directory} holds a run with a different plan (differs in: {', '.join(changed)}); "
@@ -122,15 +122,20 @@ class TrajectoryStore:
 
 # What a resume may change: where and how patiently a run is played, not what is played (a server restarted at
 # another address, a longer timeout after an outage, the run's folder renamed). Anything else is a new run.
-RESUMABLE = frozenset({"run", "endpoint", "user_endpoint", "settings.request_timeout_s", "settings.episode_timeout_s"})
+RESUMABLE = frozenset({"run", "endpoint", "user_endpoint", "concurrency", "max_failed_share"})
+RESUMABLE_SETTINGS = frozenset({"request_timeout_s", "episode_timeout_s"})
 
 
-def _differences(held: Any, wanted: Any, path: str = "") -> list[str]:
-    """The dotted paths at which two plans differ (`settings.temperature`), objects compared key by key."""
+def plan_changes(held: Any, wanted: Any, path: str = "") -> list[str]:
+    """The dotted paths at which two plans differ in what they play (`settings.temperature`); changes a resume
+    may make (`RESUMABLE`, and any settings' timeouts) are left out."""
     if isinstance(held, dict) and isinstance(wanted, dict):
         keys = sorted(set(held) | set(wanted))
-        return [found for key in keys for found in _differences(held.get(key), wanted.get(key), f"{path}{key}.")]
-    return [] if held == wanted else [path.rstrip(".")]
+        return [found for key in keys for found in plan_changes(held.get(key), wanted.get(key), f"{path}{key}.")]
+    where = path.rstrip(".")
+    if held == wanted or where in RESUMABLE or where.rsplit(".", 1)[-1] in RESUMABLE_SETTINGS:
+        return []
+    return [where]
 
 
 def read_records(directory: Path) -> Iterator[EpisodeRecord]:

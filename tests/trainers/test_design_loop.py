@@ -172,3 +172,7 @@ def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exi
     assert completed.returncode == 3, completed.stderr[-2000:]
     assert "2 of 2 designer requests failed (connection 2); the iteration is not recorded" in completed.stderr
     assert read_metrics(out) == [] and not (out / "designs.jsonl").exists()  # a rerun plays iteration 0 again
+    other = subprocess.run([*command, "--plays", "3"], capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert other.returncode == 2 and "differs in: settings.plays" in " ".join(other.stderr.split())
+    patient = [*command[:-1], "9"]  # a longer request timeout is how the same run is continued after an outage
+    assert subprocess.run(patient, capture_output=True, text=True, timeout=120, env={**os.environ}).returncode == 3

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 import structlog
 import typer
+from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
@@ -17,6 +19,7 @@ from engine.cli import INFRASTRUCTURE_EXIT, MaxFailedShareOption, embedded_unles
 from engine.endpoints import EndpointPool
 from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure
 from engine.settings import EpisodeSettings, Mode
+from engine.store import plan_changes
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.generate import design_constraint
@@ -113,6 +116,8 @@ def design(
         max_failed_share=max_failed_share,
     )
     out.mkdir(parents=True, exist_ok=True)
+    _claim(out, {"settings": TypeAdapter(DesignSettings).dump_python(settings, mode="json"), "corpus": corpus,
+                 "text_field": text_field, "document_tokens": document_tokens, "seed": seed})  # fmt: skip
     first = completed_iterations(out)
     console = Console()
 
@@ -133,6 +138,21 @@ def design(
             Console(stderr=True).print(f"[red]error:[/red] {error}: run the same command again once it is fixed",
                                        highlight=False, soft_wrap=True)  # fmt: skip
             raise typer.Exit(INFRASTRUCTURE_EXIT) from None
+
+
+PLAN_FILE = "design.json"
+
+
+def _claim(out: Path, plan: dict[str, Any]) -> None:
+    """A rerun continues the run in `out` only with the settings it was started with (a new endpoint or a longer
+    timeout aside): iterations played otherwise would not be one run."""
+    path = out / PLAN_FILE
+    if path.exists():
+        changed = plan_changes(json.loads(path.read_text()), plan)
+        if changed:
+            raise typer.BadParameter(f"{out} holds a design run with other settings (differs in: {', '.join(changed)})"
+                                     "; continue it with those, or give a new --out", param_hint="--out")  # fmt: skip
+    path.write_text(json.dumps(plan, indent=2) + "\n")
 
 
 def metrics_table(metrics: IterationMetrics) -> Table:
