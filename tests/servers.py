@@ -17,9 +17,13 @@ class OpenAPIContract:
         self.document = document
 
     def check(self, method: str, path: str, status: int, body: Any) -> None:
-        responses = self.document["paths"][path][method.lower()]["responses"]
-        assert str(status) in responses, f"{method} {path} answered {status}, which openapi.json does not list"
-        content = responses[str(status)].get("content")
+        operations = self.document["paths"][path]
+        responses = operations[method.lower()]["responses"] if method.lower() in operations else {}
+        if method.lower() not in operations:  # a method the path does not take: any operation's `default`
+            responses = {"default": next(op["responses"]["default"] for op in operations.values() if "responses" in op)}
+        listed = str(status) if str(status) in responses else "default"
+        assert listed in responses, f"{method} {path} answered {status}, which openapi.json does not list"
+        content = responses[listed].get("content")
         if content is None:
             return
         schema = content["application/json"]["schema"]

@@ -39,7 +39,7 @@ def test_export_writes_valid_tools_schemas_and_openapi(name: str, tmp_path: Path
         operation = document["paths"][f"/sessions/{{session_id}}/tools/{spec.name}"]["post"]
         body = operation["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": f"#/components/schemas/{spec.name}_arguments"}
-        assert set(operation["responses"]) == {"200", "400", "404", "409", "413", "422", "500"}
+        assert set(operation["responses"]) == {"200", "400", "404", "409", "413", "422", "500", "default"}
     for path in ("/sessions", "/sessions/{session_id}/finish", "/sessions/{session_id}/score"):
         assert path in document["paths"]
 

@@ -181,6 +181,13 @@ def test_a_taken_port_fails_with_one_clear_line() -> None:
 
 def test_hostile_bodies_get_json_errors_with_fitting_statuses(client: Client) -> None:
     session = client.request("POST", "/sessions", "/sessions", {"seed": 1})["session_id"]
+    wrong = client.request("PUT", f"/sessions/{session}/score", "/sessions/{session_id}/score")  # documented
+    assert client.last_status == 405 and wrong["error"]["code"] == "method_not_allowed"
+    document = client.request("GET", "/openapi.json", "/openapi.json")
+    assert client.last_status == 200 and document["openapi"] == "3.1.0"
+    real = client.request("GET", "/tools", "/tools")[0]["function"]["name"]  # its path documents a tool's 404s
+    no_tool = client.request("POST", f"/sessions/{session}/tools/teleport", f"/sessions/{{session_id}}/tools/{real}")
+    assert client.last_status == 404 and no_tool["error"]["code"] == "unknown_tool"
     template = "/sessions/{session_id}/step"
     nested = client.request("POST", f"/sessions/{session}/step", template, raw=b"[" * 100_000)
     assert client.last_status == 400 and nested["error"]["code"] == "invalid_json"

@@ -153,7 +153,8 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
             409: "The episode has ended (`episode_over`), or ended when the world's code failed (`episode_failed`).",
             413: "The body is larger than the server reads (`--max-body-bytes`).",
             422: "The body does not match the schema; `fields` names each problem.",
-            500: "The world's own code failed (`world_error`, naming the method and the error); the episode ends.",
+            500: "The world's own code failed (`world_error`, naming the method and the error; the episode ends), "
+            "or the server did (`server_error`, naming the error).",
             503: "Too many live sessions.",
         }
         return {k: v for status in statuses for k, v in respond(status, reasons[status], error).items()}
@@ -220,10 +221,18 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
                 "requestBody": body(_ref(arguments), required=bool(spec.required_arguments)),
                 "responses": {
                     **respond(200, "The step: the tool's result or its refusal.", _ref(f"{spec.name}_step")),
-                    **errors(400, 404, 409, 413, 422, 500),
+                    **errors(400, 409, 413, 422, 500),
+                    **respond(404, "No such session (`unknown_session`) or tool (`unknown_tool`).", error),
                 },
             },
         }
+    paths["/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.",
+                                      "responses": respond(200, "OpenAPI 3.1.", {"type": "object"})}}  # fmt: skip
+    other = respond(405, "A method the path does not take; every error is an `ErrorObservation`.", error)["405"]
+    for operations in paths.values():
+        for name, operation in operations.items():
+            if name != "parameters":
+                operation["responses"]["default"] = other
     return {
         "openapi": "3.1.0",
         "info": {
