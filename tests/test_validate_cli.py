@@ -28,3 +28,15 @@ def test_validate_command(tmp_path: Path) -> None:
     assert summary["valid"] is False and summary["rejection"].startswith("smoke: doing nothing does not")
     missing = runner.invoke(app, ["toolworld", "validate", str(tmp_path / "absent.py")])
     assert missing.exit_code == 2 and "does not exist" in missing.output
+
+
+def test_a_spec_file_is_validated_by_the_spec_gates(tmp_path: Path) -> None:
+    """`spec-schema --help` says any command that takes a world takes a spec: validate said "no code block"."""
+    runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
+    passed = runner.invoke(app, ["toolworld", "validate", "toolworlds/examples/library.json", "--json"])
+    assert passed.exit_code == 0, passed.output
+    assert [gate["gate"] for gate in json.loads(passed.stdout)["gates"]] == ["parse", "compile", "smoke"]
+    broken = tmp_path / "broken.json"
+    broken.write_text(Path("toolworlds/examples/library.json").read_text().replace('"tools"', '"tool_list"', 1))
+    failed = runner.invoke(app, ["toolworld", "validate", str(broken), "--json"])
+    assert failed.exit_code == 1 and json.loads(failed.stdout)["rejection"].startswith("parse")

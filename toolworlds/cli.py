@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import sys
@@ -10,6 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import anyio
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -228,7 +230,9 @@ def check(
 
 @toolworld_app.command()
 def validate(
-    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="A world's .py file, or a model's reply.")],
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="A world's .py file, a spec .json, or a model's reply.")
+    ],
     seeds: Annotated[int, typer.Option(min=1, help="Smoke-test seeds 0..SEEDS-1.")] = 8,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
     write_source: Annotated[
@@ -239,13 +243,18 @@ def validate(
         ),
     ] = None,
 ) -> None:
-    """Run model-written code through every gate (extract, repair, policy, sandbox load, smoke test).
+    """Run model-written code through every gate (extract, repair, policy, sandbox load, smoke test), or a
+    spec through its own (parse, compile, smoke test).
 
     Exits 0 only if the world is valid. The code runs only in confined sandbox processes, never here.
     """
-    from toolworlds.untrusted.validate import run_validation
+    from toolworlds.untrusted.validate import run_validation, validate_spec
 
-    verdict = run_validation(file.read_text(errors="replace"), range(seeds), filename=file.name)
+    text = file.read_text(errors="replace")
+    if file.suffix == ".json":  # a spec: its own gates (parse, compile, the same smoke checks)
+        verdict = anyio.run(functools.partial(validate_spec, text, seeds=range(seeds)))
+    else:
+        verdict = run_validation(text, range(seeds), filename=file.name)
     if write_source is not None and verdict.source is not None:
         write_source.write_text(verdict.source)
     if as_json:
