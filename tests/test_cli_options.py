@@ -69,6 +69,7 @@ def test_options_shared_by_commands_share_their_defaults() -> None:
         (["toolworld", "serve", "banking", "--port", "99999"], "--port': Input should be less than or equal to 65535"),
         (["mock-server", "--port", "70000"], "--port': Input should be less than or equal to 65535"),
         (["toolworld", "serve", "banking", "--transport", "stdio"], "--transport chooses how MCP is served: add --mcp"),
+        (["design", "--out", "x", "--invalid-penalty", "3"], "--invalid-penalty': Input should be less than or equal"),
     ],
 )
 def test_values_a_command_cannot_use_are_usage_errors(arguments: list[str], message: str) -> None:

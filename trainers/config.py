@@ -82,8 +82,8 @@ class DesignerConfig(_Section):
     document_tokens: int = Field(400, ge=32)
     reward: Literal["regret", "blend"] = "regret"
     plateau: tuple[float, float] = (0.4, 0.6)
-    plateau_weight: float = 0.5
-    invalid_penalty: float = -1.0
+    plateau_weight: float = Field(0.5, ge=0.0, description="blend: reward inside the plateau.")
+    invalid_penalty: float = Field(-1.0, le=0.0, description="Reward of an invalid world: never above a valid one's.")
     smoke_seeds: int = Field(3, ge=1, description="Seeds the contract checks play (at least the seeds the plays use).")
 
 

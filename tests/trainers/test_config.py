@@ -47,6 +47,8 @@ def test_overrides_are_typed_and_validated() -> None:
         (["policy.weight_sync=vllm-nccl"], "policy.weight_sync=vllm-nccl pushes to vLLM: give policy.endpoints"),
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=vllm-lora"], "set policy.lora_rank > 0"),
         (["policy.weight_sync=rsync"], "policy.weight_sync: Input should be 'auto', 'reload'"),
+        (["designer.invalid_penalty=3"], "designer.invalid_penalty: Input should be less than or equal to 0"),
+        (['policy.endpoints=["gpu:8000"]'], "'gpu:8000' is not an http(s) URL with a host"),
     ],
 )
 def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], message: str) -> None:

@@ -61,8 +61,10 @@ def design(
     agent_tokens: Annotated[int, typer.Option(min=16, help="Most tokens per agent turn.")] = 256,
     reward: Annotated[Literal["regret", "blend"], typer.Option(help="How the designer is paid.")] = "regret",
     plateau: Annotated[tuple[float, float], typer.Option(help="blend: the solve-rate plateau.")] = (0.4, 0.6),
-    plateau_weight: Annotated[float, typer.Option(help="blend: reward inside the plateau.")] = 0.5,
-    invalid_penalty: Annotated[float, typer.Option(help="Reward of a world that fails a gate.")] = -1.0,
+    plateau_weight: Annotated[float, typer.Option(min=0.0, help="blend: reward inside the plateau.")] = 0.5,
+    invalid_penalty: Annotated[
+        float, typer.Option(max=0.0, help="Reward of an invalid world (at most 0: never above a valid one's).")
+    ] = -1.0,
     memory: Annotated[Path | None, typer.Option(help="Environment memory (default: OUT/memory.sqlite).")] = None,
     sandbox_zygotes: Annotated[
         int, typer.Option(min=1, help="Sandbox fork servers (every episode gets a process of its own).")
