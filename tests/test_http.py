@@ -223,7 +223,8 @@ def test_a_world_that_raises_ends_its_episode_in_a_defined_state() -> None:
         after = http.post(f"/sessions/{session}/tools/{tool}", json={})
         assert after.status_code == 409 and after.json()["error"]["code"] == "episode_failed"
         assert "grade raised KeyError" in after.json()["error"]["message"]
-        assert http.get(f"/sessions/{session}").json()["done"] is True
+        viewed = http.get(f"/sessions/{session}").json()
+        assert viewed["done"] is True and viewed["failure"].startswith("the world's grade raised KeyError")
         other = http.post("/sessions", json={"seed": 2}).json()["session_id"]
         finished = http.post(f"/sessions/{other}/finish", json={})
         assert finished.status_code == 500 and "step raised KeyError: 'balance' (in grade" in finished.text

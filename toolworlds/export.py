@@ -37,6 +37,7 @@ class SessionView(BaseModel):
     task: PublicTask
     steps: int
     done: bool
+    failure: str | None = Field(default=None, description="How the world's own code failed, if the episode ended so.")
 
 
 class FinishRequest(BaseModel):

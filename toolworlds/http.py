@@ -144,7 +144,9 @@ def create_app(
         if request.method == "DELETE":
             await store.delete(session_id)
             return Response(status_code=204)
-        return _ok(SessionView(session_id=session_id, task=found.public_task, steps=found.steps, done=found.done))
+        view = SessionView(session_id=session_id, task=found.public_task, steps=found.steps, done=found.done,
+                           failure=found.failure)  # fmt: skip
+        return _ok(view)
 
     async def call_tool(request: Request) -> Response:
         session_id, name = request.path_params["session_id"], request.path_params["tool"]
