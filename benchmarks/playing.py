@@ -55,7 +55,7 @@ class Selection:
 
 @dataclass(frozen=True)
 class Played:
-    """The chosen episodes' records, by seed, and how long this invocation took."""
+    """The run folder's records, by seed, and how long this invocation took."""
 
     records: dict[int, EpisodeRecord]
     seconds: float
@@ -69,7 +69,8 @@ Environments = Callable[[EndpointPool], AbstractAsyncContextManager[Callable[[],
 def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: list[str], environments: Environments,
               concurrency: int, progress: bool = True, retries: int = 2) -> Played:  # fmt: skip
     """Play the episodes of `seeds` that `out`'s store does not hold, `concurrency` at a time, and read back
-    the records of all of them."""
+    every record the folder holds: its results cover the whole run, however few entries this invocation chose
+    (a rerun with a smaller --limit rewrote them as if the rest had never been played)."""
     keys = [EpisodeKey(world=world, seed=seed, sample=0, hinted=False) for seed in seeds]
     started = time.perf_counter()
     with TrajectoryStore.open(out, spec) as store:
@@ -83,6 +84,5 @@ def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: li
         console = Console(stderr=True)
         with live_progress(stats, console, progress):
             anyio.run(main)
-    wanted = set(seeds)
-    records = {record.key.seed: record for record in read_records(out) if record.key.seed in wanted}
+    records = {record.key.seed: record for record in read_records(out)}
     return Played(records, time.perf_counter() - started)

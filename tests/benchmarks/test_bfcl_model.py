@@ -86,6 +86,8 @@ def test_a_model_run_resumes_grows_and_refuses_other_settings(tmp_path: Path, na
     seeds = [record.key.seed for record in read_records(tmp_path)]
     assert seeds[:4] == before and sorted(seeds[4:]) == [2, 402]  # only the new entries were played
     assert results(tmp_path)["entries"] == {"base": 3, "miss_param": 3}
+    assert bench(*chosen, "--limit", "1").returncode == 0  # nothing to play: the results still cover the run
+    assert results(tmp_path)["entries"] == {"base": 3, "miss_param": 3}
     other = bench("--endpoint", native_answers, "--mode", "text", "--limit", "3", "--out", str(tmp_path))
     assert other.returncode == 2 and re.search(r"differs in: [a-z_., ]*style", other.stderr)  # its settings differ too
 
