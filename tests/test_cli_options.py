@@ -70,6 +70,7 @@ def test_options_shared_by_commands_share_their_defaults() -> None:
         (["mock-server", "--port", "70000"], "--port': Input should be less than or equal to 65535"),
         (["toolworld", "serve", "banking", "--transport", "stdio"], "--transport chooses how MCP is served: add --mcp"),
         (["design", "--out", "x", "--invalid-penalty", "3"], "--invalid-penalty': Input should be less than or equal"),
+        (["train", "--preset", "", "--out", "x"], "Invalid value for --preset: no preset ''; choose one of: cpu-tiny"),
     ],
 )
 def test_values_a_command_cannot_use_are_usage_errors(arguments: list[str], message: str) -> None:

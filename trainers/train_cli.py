@@ -27,7 +27,7 @@ from engine.settings import Completions, EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
 from trainers.compare import COLUMNS, CompareError, comparison, rows, run_arms, write_comparison
-from trainers.config import ConfigError, TrainConfig, load_config, resumed_config
+from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings
@@ -144,8 +144,10 @@ def _configured_run(preset: str | None, overrides: list[str], out: Path | None, 
         except (ResumeError, ConfigError) as error:
             raise typer.BadParameter(str(error), param_hint="--resume") from None
     out = out or Path("runs/train")
+    if preset is not None and preset not in PRESETS:  # "" too: it silently meant cpu-tiny
+        raise typer.BadParameter(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}", param_hint="--preset")
     try:
-        config = load_config(preset or "cpu-tiny", overrides)
+        config = load_config("cpu-tiny" if preset is None else preset, overrides)
     except ConfigError as error:
         raise typer.BadParameter(str(error), param_hint="--set") from None
     if check_empty and out.exists() and any(out.iterdir()):  # other processes of the run see the first's files
