@@ -174,7 +174,7 @@ async def test_plays_an_outage_cost_stop_the_loop_instead_of_training_on_nothing
     world.write_text(EXAMPLE_WORLD)
     outage = ["--fault-rate", "1", "--faults", "5xx"]
     faulty = mock_model("--tokenizer", str(default_gguf()), "--design", str(world), *outage)
-    failed = r"of \d+ episodes failed for infrastructure reasons \(endpoint"
+    failed = r"of \d+ (episodes|designer requests) failed for infrastructure reasons \(endpoint"
     with faulty as url, pytest.raises(InfrastructureFailure, match=failed):
         await iterations(tmp_path / "run", url, None)
     assert not (tmp_path / "run" / "train.jsonl").exists(), "no iteration may be reported from plays that failed"

@@ -192,9 +192,9 @@ def _require_replies(samples: list[DesignSample], max_share: float) -> None:
     failed = Counter(sample.failure.split(":", 1)[0] for sample in samples if sample.failure is not None)
     count = failed.total()
     if count and (count == len(samples) or count > max_share * len(samples)):
-        listed = ", ".join(f"{cause} {n}" for cause, n in failed.most_common(3))
-        raise InfrastructureFailure(f"{count} of {len(samples)} designer requests failed ({listed}); the iteration is "
-                                    "not recorded")  # fmt: skip
+        listed = ", ".join(f"endpoint:{cause} {n}" for cause, n in failed.most_common(3))
+        raise InfrastructureFailure(f"{count} of {len(samples)} designer requests failed for infrastructure reasons "
+                                    f"({listed}); the iteration is not recorded")  # fmt: skip
 
 
 async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict: Verdict | None) -> DesignOutcome:
