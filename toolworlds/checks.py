@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import traceback
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -351,42 +351,33 @@ def code_names(text: str) -> list[str]:
 def _agent_visible_names(evidence: Evidence) -> set[str]:
     """Every key and string the agent can meet: tool names, schema keys and values, the reference plays'
     observations and the values their plans type (an id `ACC_01` or a tool call `get_order(...)` is fine)."""
+    seen = [evidence.tools, [turn.result.observation for t in evidence.oracle.values() for turn in t.turns]]
+    seen += [_typed_values(plan) for plan in evidence.plans.values()]
     names: set[str] = set()
-
-    def collect(value: Any) -> None:
-        if isinstance(value, dict):
-            names.update(str(key) for key in value)
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, list):
-            for item in value:
-                collect(item)
-        elif isinstance(value, str) and len(value) <= 200:
+    for key, value in _json_items(seen):
+        if key is not None:
+            names.add(key)
+        if isinstance(value, str) and len(value) <= 200:
             names.add(value)
-
-    collect(evidence.tools)
-    for transcript in evidence.oracle.values():
-        collect([turn.result.observation for turn in transcript.turns])
-    for plan in evidence.plans.values():
-        collect(_typed_values(plan))
     return names
 
 
 def _schema_texts(tool: dict[str, Any]) -> list[str]:
     """A tool's description and every description in its schemas: what the agent reads about it."""
-    texts = [str(tool.get("description") or "")]
+    schemas = [tool.get("input_schema"), tool.get("output_schema")]
+    described = [text for key, text in _json_items(schemas) if key == "description" and isinstance(text, str)]
+    return [str(tool.get("description") or ""), *described]
 
-    def collect(value: Any) -> None:
-        if isinstance(value, dict):
-            texts.extend(str(text) for key, text in value.items() if key == "description" and isinstance(text, str))
-            for item in value.values():
-                collect(item)
-        elif isinstance(value, list):
-            for item in value:
-                collect(item)
 
-    collect([tool.get("input_schema"), tool.get("output_schema")])
-    return texts
+def _json_items(value: Any, key: str | None = None) -> Iterator[tuple[str | None, Any]]:
+    """Every value in a JSON value, the value itself first, each with the key it stands under (None in lists)."""
+    yield key, value
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from _json_items(item, str(name))
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _json_items(item)
 
 
 def answer_leak_rate(evidence: Evidence) -> float:
@@ -404,11 +395,11 @@ def _typed_values(plan: list[ToolCall | Finish]) -> list[str]:
     text it types: what a hint must not give away. Numbers typed as numbers count at any length (a one-digit
     code is an answer too); text counts from two characters, or one digit; inside text, numbers of two digits
     or more and ids (`ACC-1042`) count."""
+    typed = [dict(action.arguments) if isinstance(action, ToolCall) else action.answer for action in plan]
     found: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, bool) or value is None:
-            return
+    for _, value in _json_items(typed):
+        if isinstance(value, bool):
+            continue
         if isinstance(value, int | float):
             found.append(str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
         elif isinstance(value, str):
@@ -416,15 +407,6 @@ def _typed_values(plan: list[ToolCall | Finish]) -> list[str]:
                 found.append(value)
             if len(value.split()) > 1:
                 found.extend(_TOKENS_IN_TEXT.findall(value))
-        elif isinstance(value, list | tuple):
-            for item in value:
-                walk(item)
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-
-    for action in plan:
-        walk(list(action.arguments.values()) if isinstance(action, ToolCall) else action.answer)
     return list(dict.fromkeys(found))
 
 
