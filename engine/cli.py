@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NoReturn
 
 import anyio
 import structlog
@@ -205,9 +205,14 @@ def exit_if_infrastructure_failed(records: Iterable[EpisodeRecord], max_share: f
     """A run whose episodes mostly failed for infrastructure reasons says why in one line and exits 3."""
     failure = infrastructure_failure(records, max_share)
     if failure is not None:
-        Console(stderr=True).print(f"[red]error:[/red] {failure}: run the same command again to play them",
-                                   highlight=False, soft_wrap=True)  # fmt: skip
-        raise typer.Exit(INFRASTRUCTURE_EXIT)
+        exit_for_infrastructure(failure, "run the same command again to play them")
+
+
+def exit_for_infrastructure(failure: object, then: str) -> NoReturn:
+    """The one line every command ends with when the infrastructure failed it (what failed, and what to do
+    once it is fixed), and exit status 3."""
+    Console(stderr=True).print(f"[red]error:[/red] {failure}: {then}", highlight=False, soft_wrap=True)
+    raise typer.Exit(INFRASTRUCTURE_EXIT)
 
 
 def embedded_unless(endpoints: list[str], local_model: str, parallel: int) -> ServerSettings | None:

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import INFRASTRUCTURE_EXIT
+from engine.cli import exit_for_infrastructure
 from engine.endpoints import EndpointPool
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
 from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
@@ -123,9 +123,7 @@ def train(
         try:
             anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks)
         except InfrastructureFailure as error:
-            Console(stderr=True).print(f"[red]error:[/red] {error}: continue with --resume {out} once it is fixed",
-                                       highlight=False, soft_wrap=True)  # fmt: skip
-            raise typer.Exit(INFRASTRUCTURE_EXIT) from None
+            exit_for_infrastructure(error, f"continue with --resume {out} once it is fixed")
     Console().print(_held_out_table(read_held_out(out)))
 
 

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from engine.cli import INFRASTRUCTURE_EXIT, MaxFailedShareOption, embedded_unless, endpoint_urls
+from engine.cli import MaxFailedShareOption, embedded_unless, endpoint_urls, exit_for_infrastructure
 from engine.endpoints import EndpointPool
 from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure
 from engine.settings import EpisodeSettings, Mode
@@ -137,9 +137,7 @@ def design(
         try:
             anyio.run(main, urls)
         except InfrastructureFailure as error:
-            Console(stderr=True).print(f"[red]error:[/red] {error}: run the same command again once it is fixed",
-                                       highlight=False, soft_wrap=True)  # fmt: skip
-            raise typer.Exit(INFRASTRUCTURE_EXIT) from None
+            exit_for_infrastructure(error, "run the same command again once it is fixed")
 
 
 PLAN_FILE = "design.json"
