@@ -14,39 +14,22 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from engine.gbnf import CONTROL, CharSet, GrammarRules, literal
+
 MAX_STRING = 48  # characters in a string without a maxLength: a runaway string cannot eat the token budget
 MAX_ITEMS = 8
+STRING_CHAR = CharSet.but('"\\' + CONTROL).gbnf()  # a character of a JSON string that needs no escape
 
 
-class GrammarRules:
-    """The numbered rules of one GBNF grammar, added as expressions need them."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def add(self, body: str) -> str:
-        name = f"r{len(self.lines) + 1}"
-        self.lines.append(f"{name} ::= {body}")
-        return name
-
-    def grammar(self, root: str) -> str:
-        """The whole grammar: `root` and every rule added so far."""
-        return "\n".join([f"root ::= {root}", *self.lines])
-
-
-def literal(text: str) -> str:
-    """A GBNF literal matching exactly `text`."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _json_literal(value: Any) -> str:
+def json_literal(value: Any) -> str:
+    """A GBNF literal of `value` as compact JSON, characters as they are (as the prompt shows them)."""
     return literal(json.dumps(value, ensure_ascii=False))
 
 
 def _string(schema: dict[str, Any]) -> str:
     longest = int(schema.get("maxLength", MAX_STRING))
     shortest = int(schema.get("minLength", 0))
-    return f'"\\"" [^"\\\\\\x00-\\x1f]{{{shortest},{max(shortest, longest)}}} "\\""'
+    return f'"\\"" {STRING_CHAR}{{{shortest},{max(shortest, longest)}}} "\\""'
 
 
 _SCALARS = {
@@ -70,9 +53,9 @@ def json_value(schema: Any, rules: GrammarRules) -> str:
     if not isinstance(schema, dict) or not schema:
         return f"({_string({})} | {_SCALARS['number']} | {_SCALARS['boolean']} | {_SCALARS['null']})"
     if "const" in schema:
-        return _json_literal(schema["const"])
+        return json_literal(schema["const"])
     if "enum" in schema:
-        return "(" + " | ".join(_json_literal(option) for option in schema["enum"]) + ")"
+        return "(" + " | ".join(json_literal(option) for option in schema["enum"]) + ")"
     for key in ("anyOf", "oneOf"):
         if key in schema:
             return "(" + " | ".join(json_value(option, rules) for option in schema[key]) + ")"
@@ -101,7 +84,10 @@ def _object(schema: dict[str, Any], rules: GrammarRules) -> str:
     required = set(schema.get("required") or [])
     if not properties:
         return '"{}"'
-    pairs = [f"{literal(json.dumps(name) + ': ')} {rules.add(json_value(value, rules))}" for name, value in properties]
+    pairs = [
+        f"{literal(json.dumps(name, ensure_ascii=False) + ': ')} {rules.add(json_value(value, rules))}"
+        for name, value in properties
+    ]
     # after[i]: the properties from i on, the first of them preceded by ", "; first[i]: with nothing before it.
     after: list[str] = [""] * (len(properties) + 1)
     first: list[str] = [""] * (len(properties) + 1)
@@ -128,6 +114,6 @@ def call_grammar(tools: Sequence[dict[str, Any]]) -> str:
     for entry in tools:
         function = entry["function"]
         arguments = json_value(function.get("parameters") or {"type": "object"}, rules)
-        head = literal('{"name": ' + json.dumps(function["name"]) + ', "arguments": ')
+        head = literal('{"name": ' + json.dumps(function["name"], ensure_ascii=False) + ', "arguments": ')
         calls.append(f'{head} {arguments} "}}"')
     return rules.grammar(" | ".join(calls))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.gbnf import to_lark
 from engine.templates import byte_tokenizer
 
 
@@ -16,13 +17,12 @@ def bytes_matcher() -> Any:
     """A function from a GBNF grammar to a fresh llguidance matcher over byte tokens, and a byte's token."""
     import llguidance.hf
     from llguidance import LLMatcher
-    from llguidance.gbnf_to_lark import any_to_lark
 
     lltokenizer = llguidance.hf.from_tokenizer(byte_tokenizer())
     tokens = {byte: lltokenizer.tokenize_bytes(bytes([byte]))[0] for byte in range(256)}
 
     def matcher(grammar: str) -> tuple[Any, dict[int, int]]:
-        compiled = LLMatcher.grammar_from_lark('%llguidance {"no_forcing": true}\n' + any_to_lark(grammar))
+        compiled = LLMatcher.grammar_from_lark(to_lark(grammar))
         return LLMatcher(lltokenizer, compiled), tokens
 
     return matcher

@@ -20,6 +20,7 @@ such token; tokens whose admitted set is the whole vocabulary are left as they a
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,13 +29,12 @@ from typing import Any
 import numpy as np
 import structlog
 
+from engine.gbnf import GrammarUnreadable, to_lark
 from engine.templates import end_of_generation_ids
 from engine.trajectory import SampledSpan
-from trainers.rows import TrainingRow
+from trainers.rows import TrainingRow, padding_row
 
 log = structlog.get_logger(__name__)
-
-NO_FORCING = '%llguidance {"no_forcing": true}\n'  # the model picks the tokenisation, as under llama.cpp
 
 
 @dataclass
@@ -65,24 +65,38 @@ class AdmittedTokens:
         self.vocab = self.lltokenizer.vocab_size
         end = end_of_generation_ids(tokenizer)  # what llama.cpp's grammar sampler admits where a grammar is complete
         self._end_ids = sorted(end)
+        self._ends = frozenset(end)
+        # How llama.cpp's grammar reads a token other than by its bytes: a special token that does not end
+        # generation as its text, a token holding a NUL as the bytes before it (llama.cpp reads each token's
+        # text as a C string), and a token that starts with a NUL as nothing it ever admits.
+        self._read_as: dict[int, list[int]] = {}
+        self._never: list[int] = []
         decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
-        # Special tokens that do not end generation, with their text as single-character token ids.
-        self._special_text: dict[int, list[int]] = {
-            token_id: [i for ch in added.content for i in self.lltokenizer.tokenize_bytes(ch.encode())]
-            for token_id, added in decoder.items()
-            if getattr(added, "special", False) and token_id not in end
-        }
+        for token_id, added in decoder.items():
+            if getattr(added, "special", False) and token_id not in end:
+                self._read_as[token_id] = self._byte_ids(added.content.encode())
+        for token_id in range(self.vocab):
+            text = self.lltokenizer.decode_bytes([token_id])
+            if token_id in end or token_id in self._read_as:
+                continue
+            if not text or text.startswith(b"\x00"):
+                self._never.append(token_id)
+            elif b"\x00" in text:
+                self._read_as[token_id] = self._byte_ids(text[: text.index(b"\x00")])
         self._compiled = lru_cache(maxsize=64)(self._compile)
+
+    def _byte_ids(self, text: bytes) -> list[int]:
+        """`text` as single-byte token ids (how llguidance is told text that no one token of it carries)."""
+        return [i for byte in text for i in self.lltokenizer.tokenize_bytes(bytes([byte]))]
 
     def _compile(self, grammar: str) -> str:
         from llguidance import LLMatcher
-        from llguidance.gbnf_to_lark import any_to_lark
 
-        lark = grammar if _is_llguidance(grammar) else NO_FORCING + any_to_lark(grammar)
+        lark = grammar if _is_llguidance(grammar) else to_lark(grammar)
         try:
             return LLMatcher.grammar_from_lark(lark)
         except Exception as error:  # llguidance raises plain exceptions for grammars it cannot read
-            raise ValueError(f"the recorded grammar does not compile for the trainer: {error}") from error
+            raise GrammarUnreadable(f"llguidance refuses the grammar: {error}") from error
 
     def restriction(
         self, grammar: str, completion_ids: list[int], env_mask: list[int], spans: Sequence[SampledSpan] = ()
@@ -103,15 +117,17 @@ class AdmittedTokens:
                 matcher = None  # the next sampled token starts a new reply
                 continue
             if index in starts:
-                matcher = LLMatcher(self.lltokenizer, self._compiled(starts[index]))
+                matcher = LLMatcher(self.lltokenizer, self._compiled(starts[index]), limits=_limits())
                 gbnf = not _is_llguidance(starts[index])
                 if matcher.is_error():
-                    raise ValueError(f"the recorded grammar does not start for the trainer: {matcher.get_error()}")
+                    raise GrammarUnreadable(f"llguidance cannot start the grammar: {matcher.get_error()}")
             if matcher is None:
                 continue  # unrestricted: no grammar, or an earlier token of this span was refused
             mask = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint32).copy()
+            if matcher.is_error():  # its parser's limits: llguidance stops rather than answer wrong
+                raise GrammarUnreadable(f"llguidance gave up at completion position {index}: {matcher.get_error()}")
             if gbnf:
-                self._admit_llama_cpp_extras(matcher, mask)
+                self._as_llama_cpp_reads(matcher, mask)
             if not _has(mask, token):
                 refused_at.append(index)
                 matcher = None  # the rest of this span stays unrestricted
@@ -119,7 +135,10 @@ class AdmittedTokens:
             if _count(mask, self.vocab) < self.vocab:
                 positions.append(index)
                 masks.append(mask)
-            matcher.consume_token(token)
+            if token in self._ends:
+                matcher = None  # the reply ended here
+                continue
+            matcher.consume_tokens(self._read_as.get(token, [token]) if gbnf else [token])
         if refused_at:
             log.warning("grammar_disagreement", tokens=[completion_ids[i] for i in refused_at], at=refused_at)
         words = (self.vocab + 31) // 32
@@ -140,28 +159,45 @@ class AdmittedTokens:
         starts = _grammar_starts(grammar, env_mask, spans)
         flags: list[bool] = []
         matcher: Any = None
+        gbnf = False
         for index, (token, sampled) in enumerate(zip(completion_ids, env_mask, strict=True)):
             if not sampled:
                 matcher = None  # the next sampled token starts a new reply
                 continue
             if index in starts:
-                matcher = LLMatcher(self.lltokenizer, self._compiled(starts[index]))
+                matcher = LLMatcher(self.lltokenizer, self._compiled(starts[index]), limits=_limits())
+                gbnf = not _is_llguidance(starts[index])
             ahead = matcher.compute_ff_bytes() if matcher is not None and not matcher.is_error() else b""
             text = self.lltokenizer.decode_bytes([token])
             flags.append(bool(ahead and text and ahead.startswith(text)))
             if matcher is not None:
-                matcher.consume_token(token)
+                matcher.consume_tokens(self._read_as.get(token, [token]) if gbnf else [token])
         return flags
 
-    def _admit_llama_cpp_extras(self, matcher: Any, mask: np.ndarray) -> None:
-        """What llama.cpp admits beyond llguidance: special tokens whose text fits, every end-of-generation
-        token (not only the EOS) once the grammar is complete."""
-        for token_id, text_ids in self._special_text.items():
-            if not _has(mask, token_id) and matcher.validate_tokens(text_ids) == len(text_ids):
+    def _as_llama_cpp_reads(self, matcher: Any, mask: np.ndarray) -> None:
+        """Where llama.cpp's grammar reads tokens otherwise than llguidance: tokens read as other text (special
+        tokens, NULs), tokens never admitted, and every end-of-generation token (not only the EOS) once the
+        grammar is complete."""
+        for token_id, text_ids in self._read_as.items():
+            if matcher.validate_tokens(text_ids) == len(text_ids):
                 _set(mask, token_id)
+            else:
+                _clear(mask, token_id)
+        for token_id in self._never:
+            _clear(mask, token_id)
         if matcher.is_accepting():
             for token_id in self._end_ids:
                 _set(mask, token_id)
+
+
+@lru_cache(maxsize=1)
+def _limits() -> Any:
+    """llguidance's parser limits, raised for the trainer, which has time to spare: a recursive grammar is
+    read one character a lexeme, and at the default 50,000 Earley items a step its parser gave up on
+    ambiguous ones llama.cpp samples under (`engine.gbnf`)."""
+    from llguidance import LLParserLimits
+
+    return LLParserLimits(step_max_items=1_000_000, max_items_in_row=20_000)
 
 
 def _grammar_starts(grammar: str, env_mask: list[int], spans: Sequence[SampledSpan]) -> dict[int, str]:
@@ -185,6 +221,10 @@ def _set(mask: np.ndarray, token: int) -> None:
     mask[token // 32] |= np.uint32(1 << (token % 32))
 
 
+def _clear(mask: np.ndarray, token: int) -> None:
+    mask[token // 32] &= np.uint32(~(1 << (token % 32)) & 0xFFFFFFFF)
+
+
 def _count(mask: np.ndarray, vocab: int) -> int:
     return int(np.unpackbits(mask.view(np.uint8), bitorder="little")[:vocab].sum())
 
@@ -192,22 +232,53 @@ def _count(mask: np.ndarray, vocab: int) -> int:
 class GrammarRestrictions:
     """The restrictions of the rows of the batch being trained, found again by their ids inside TRL."""
 
+    UNREADABLE = "grammar the trainer cannot read"
+    DISAGREES = "sampled tokens the trainer's reading of the grammar refuses"
+    CLASH = "the same token ids as another row of the batch under another grammar"  # TRL's hook finds rows by ids
+
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
         self._admitted: AdmittedTokens | None = None  # built with the first row that has a grammar
         self._rows: dict[tuple[tuple[int, ...], tuple[int, ...]], Restriction] = {}
+        self._readings: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}  # the grammars each was built from
+        self.left_out: Counter[str] = Counter()  # the newest batch's rows left out, by cause
+        self.left_out_tokens = 0  # and their prompt and completion tokens
 
-    def prepare(self, rows: list[TrainingRow]) -> None:
-        """Rebuild the admitted sets of a new batch (the previous batch's are dropped)."""
-        self._rows = {}
+    def prepare(self, rows: list[TrainingRow]) -> list[TrainingRow]:
+        """Rebuild the admitted sets of a new batch (the previous batch's are dropped); returns the batch to
+        train. A row whose grammar the trainer cannot read, or whose sampled tokens its reading refuses (it
+        would score them under a policy other than the sampler's), costs only itself: it is left out, replaced
+        by a padding row with nothing in the loss, counted in `left_out` and logged with its cause."""
+        self._rows, self._readings, self.left_out, self.left_out_tokens = {}, {}, Counter(), 0
+        batch = []
         for row in rows:
-            if not row.grammar and not row.spans:
-                continue
-            key = (tuple(row.prompt_ids), tuple(row.completion_ids))
-            if key not in self._rows:
-                if self._admitted is None:
-                    self._admitted = AdmittedTokens(self.tokenizer)
-                self._rows[key] = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask, row.spans)
+            problem = self._restrict(row) if row.grammar or row.spans else None
+            if problem is not None:
+                cause, detail = problem
+                self.left_out[cause] += 1
+                self.left_out_tokens += len(row.prompt_ids) + len(row.completion_ids)
+                log.warning("row_left_out", cause=cause, detail=detail, group=row.group)
+                row = padding_row(row)
+            batch.append(row)
+        return batch
+
+    def _restrict(self, row: TrainingRow) -> tuple[str, str] | None:
+        """Build `row`'s restriction; the cause and detail of why it cannot be, or None."""
+        key = (tuple(row.prompt_ids), tuple(row.completion_ids))
+        reading = (row.grammar, tuple((span.start, span.grammar) for span in row.spans))
+        if key in self._rows:
+            return None if self._readings[key] == reading else (self.CLASH, f"{len(row.completion_ids)} ids")
+        if self._admitted is None:
+            self._admitted = AdmittedTokens(self.tokenizer)
+        try:
+            restriction = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask, row.spans)
+        except GrammarUnreadable as error:
+            return self.UNREADABLE, str(error)
+        if restriction.refused:
+            at = restriction.refused[0]
+            return self.DISAGREES, f"token {row.completion_ids[at]} at completion position {at}"
+        self._rows[key], self._readings[key] = restriction, reading
+        return None
 
     def find(self, prompt_ids: list[int], completion_ids: list[int]) -> Restriction | None:
         return self._rows.get((tuple(prompt_ids), tuple(completion_ids)))

@@ -18,13 +18,14 @@ import os
 import queue
 import random
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from trainers.constrained import GrammarRestrictions, restrict_to_grammar
-from trainers.rows import TrainingRow, rollout_batch
+from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
 
@@ -91,7 +92,7 @@ class RowFeed:
             raise TrainingStopped
         self.batches += 1
         if self.restrictions is not None:
-            self.restrictions.prepare(rows)
+            rows = self.restrictions.prepare(rows)
         return rollout_batch(rows)
 
     def _step_rows(self, share: int, trainer: Any) -> list[TrainingRow] | None:
@@ -152,15 +153,6 @@ def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[Tr
     return chosen + [padding_row(rows[0])] * (size - len(chosen))
 
 
-PADDING_GROUP = "padding"
-
-
-def padding_row(like: TrainingRow) -> TrainingRow:
-    """A row that fills an update without moving it: one prompt token, one completion token out of the loss."""
-    return TrainingRow(role=like.role, group=PADDING_GROUP, prompt_ids=like.prompt_ids[:1],
-                       completion_ids=like.completion_ids[:1], logprobs=[None], env_mask=[0], reward=0.0)  # fmt: skip
-
-
 class SaveWhenAsked:
     """A transformers callback: after the next batch's last optimiser step, write a full checkpoint
     (weights, optimizer, scheduler, RNG, trainer state) to `output_dir/checkpoint-<step>`."""
@@ -199,6 +191,7 @@ class Learner:
         self.seed = seed
         self.updates = updates_done
         self.trained_tokens = 0  # in the newest update's rows, padding left out
+        self.left_out: Counter[str] = Counter()  # the newest update's rows left out (`GrammarRestrictions`)
         self._saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveWhenAsked))
         self._resume_from = resume_from
         self._failure: BaseException | None = None
@@ -233,6 +226,9 @@ class Learner:
         if self._failure is not None:
             raise RuntimeError(f"the GRPO trainer failed: {self._failure!r}") from self._failure
         self.updates += 1
+        restrictions = self.feed.restrictions
+        self.left_out = Counter(restrictions.left_out) if restrictions else Counter()
+        self.trained_tokens -= restrictions.left_out_tokens if restrictions else 0
         saved = None
         if checkpoint:
             saved = Path(self.trainer.args.output_dir) / f"checkpoint-{self.trainer.state.global_step}"

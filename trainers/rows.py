@@ -49,6 +49,15 @@ class Skipped:
         self.reasons[reason] += 1
 
 
+PADDING_GROUP = "padding"
+
+
+def padding_row(like: TrainingRow) -> TrainingRow:
+    """A row that fills an update without moving it: one prompt token, one completion token out of the loss."""
+    return TrainingRow(role=like.role, group=PADDING_GROUP, prompt_ids=like.prompt_ids[:1],
+                       completion_ids=like.completion_ids[:1], logprobs=[None], env_mask=[0], reward=0.0)  # fmt: skip
+
+
 def _usable(trace: TokenTrace | None, skipped: Skipped) -> TokenTrace | None:
     if trace is None or not trace.prompt_ids:
         skipped.add("no token ids (play in tokens mode, or chat mode with --token-ids)")

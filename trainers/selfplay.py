@@ -188,6 +188,7 @@ class SelfPlay:
             # the update runs in TRL's thread; with `checkpoint`, the trainer saves right after it
             saved = await anyio.to_thread.run_sync(self.learner.update, scored, checkpoint)
             trained = self.learner.trained_tokens
+            skipped.reasons.update(self.learner.left_out)  # rows the trainer could not score as sampled
             if saved is None:
                 self.unsaved_updates += 1
             else:

@@ -17,9 +17,9 @@ from engine.call_grammar import call_grammar
 from engine.local_models import default_gguf
 from engine.templates import TokenTemplate, end_of_generation_ids
 from trainers.checkpoint import load_policy
-from trainers.constrained import AdmittedTokens
-from trainers.grpo import RowFeed, UpdateSettings, grpo_trainer
-from trainers.rows import TrainingRow
+from trainers.constrained import AdmittedTokens, GrammarRestrictions
+from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
+from trainers.rows import TrainingRow, with_advantages
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_order", "parameters": {
@@ -171,3 +171,52 @@ def test_forced_tokens_are_the_ones_whose_text_the_grammar_fixed(policy: tuple[A
         True, False, True, False, False, True]  # fmt: skip
     text = [tokenizer.decode([token]) for token in reply]
     assert "".join(t for t, f in zip(text, forced, strict=False) if f).startswith('{"name": "'), "the head is fixed"
+
+
+def test_a_row_the_trainer_cannot_read_costs_that_row_not_the_update(policy: tuple[Any, Any], tmp_path: Path) -> None:
+    """A grammar llama.cpp would refuse, and one whose reading refuses what was sampled: each row is left out
+    (a padding row takes its place), counted by cause and logged; the update runs on the others."""
+    from structlog.testing import capture_logs
+
+    model, tokenizer = policy
+    _, completion, mask = episode(tokenizer)
+    plain = tokenizer.encode("Plain text, no grammar.<|im_end|>")
+
+    def row(grammar: str, reward: float, completion_ids: list[int] = completion, env_mask: list[int] = mask) -> Any:
+        logprobs: list[float | None] = [0.0] * len(completion_ids)
+        asked = tokenizer.encode(f"<|im_start|>user\nTry {len(grammar)}<|im_end|>\n<|im_start|>assistant\n")
+        return TrainingRow(role="agent", group="g", prompt_ids=asked, completion_ids=completion_ids,
+                           env_mask=env_mask, logprobs=logprobs, grammar=grammar, reward=reward)  # fmt: skip
+
+    rows = [
+        row(call_grammar(TOOLS), 1.0),
+        row('root ::= "\\q"', 0.0),  # an unknown escape
+        row('root ::= "{\\"name\\": \\"get_order\\""', 1.0),  # a reply the grammar cannot have sampled
+        row("", 0.0, plain, [1] * len(plain)),
+    ]
+    feed = RowFeed(wait_seconds=60)
+    settings = UpdateSettings(rows_per_update=4, temperature=TEMPERATURE, gradient_checkpointing=False)
+    trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
+    learner = Learner(trainer, feed, None, rows_per_update=4)
+    with capture_logs() as logs:
+        learner.update(with_advantages(rows, scale="group"))
+    learner.close()
+    assert learner.updates == 1 and trainer.state.global_step == 1
+    assert learner.left_out == {GrammarRestrictions.UNREADABLE: 1, GrammarRestrictions.DISAGREES: 1}
+    left = [entry for entry in logs if entry["event"] == "row_left_out"]
+    assert [entry["cause"] for entry in left] == [GrammarRestrictions.UNREADABLE, GrammarRestrictions.DISAGREES]
+    assert "unknown escape \\q" in left[0]["detail"] and "completion position" in left[1]["detail"]
+    kept = [r for r in rows if r.grammar in ("", rows[0].grammar)]
+    assert learner.trained_tokens == sum(len(r.prompt_ids) + len(r.completion_ids) for r in kept)
+
+
+def test_rows_with_the_same_ids_under_other_grammars_keep_only_the_first(policy: tuple[Any, Any]) -> None:
+    _, tokenizer = policy
+    prompt, completion, mask = episode(tokenizer)
+    rows = [TrainingRow(role="agent", group="g", prompt_ids=prompt, completion_ids=completion, env_mask=mask,
+                        logprobs=[0.0] * len(completion), grammar=grammar, reward=0.0)
+            for grammar in (call_grammar(TOOLS), call_grammar(TOOLS), call_grammar(TOOLS[:1]))]  # fmt: skip
+    restrictions = GrammarRestrictions(tokenizer)
+    batch = restrictions.prepare(rows)
+    assert [row.group for row in batch] == ["g", "g", "padding"]
+    assert restrictions.left_out == {GrammarRestrictions.CLASH: 1}

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from engine.call_grammar import GrammarRules
+from engine.gbnf import GrammarRules
 from engine.local_models import default_gguf
 from engine.trajectory import SampledSpan
 from tests.grammar_walk import admits, random_reply

@@ -39,7 +39,8 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from engine.call_grammar import GrammarRules, json_value, literal
+from engine.call_grammar import json_literal, json_value
+from engine.gbnf import CONTROL, CharSet, GrammarRules, literal
 from toolworlds.spec import (
     RESERVED,
     FieldSpec,
@@ -61,11 +62,13 @@ _CLOSE = '"], \\"instruction\\": \\"-\\", \\"hint\\": \\"-\\"}}"'  # a plan cut 
 _AFTER_RECORD: dict[str, Stage] = {"]}]": "tool", "]}, ": "table", ", ": "record"}
 CHANGING_KINDS = frozenset({"update", "create", "delete", "transfer"})
 _TOOL = TypeAdapter[ToolDefinition](ToolDefinition)
-_TEXT_CHAR = r'[^"\\\x00-\x1f]'
-_FIRST_CHAR = r'[^"\\\x00-\x20]'  # a text starts with a visible character (the format wants one)
+TEXT = CharSet.but('"\\' + CONTROL)  # what a JSON string holds unescaped
+FIRST = TEXT.without({" "})  # a text starts with a visible character (the format wants one)
+_TEXT_CHAR, _FIRST_CHAR = TEXT.gbnf(), FIRST.gbnf()
+KEY, KEY_FIRST = TEXT.without({"/"}), FIRST.without({"/"})  # a key is written into `table/key` references
+NAME, NAME_FIRST = CharSet(only=string.ascii_lowercase + string.digits + "_"), CharSet(only=string.ascii_lowercase)
 _NUMBER = '"-"? ("0" | [1-9] [0-9]{0,9}) ("." [0-9]{1,4})?'
 _SCALARS = {"integer": '"-"? ("0" | [1-9] [0-9]{0,9})', "number": _NUMBER, "boolean": '("true" | "false")'}
-_NAME_START, _NAME_REST = string.ascii_lowercase, string.ascii_lowercase + string.digits + "_"
 
 
 def _repeat(item: str, most: int, separator: str = '", "') -> str:
@@ -77,31 +80,11 @@ def _choice(options: list[str]) -> str:
     return "(" + " | ".join(options) + ")"
 
 
-def _json(value: Any) -> str:
-    return literal(json.dumps(value))
-
-
-def _escaped(chars: set[str]) -> str:
-    """Characters for a GBNF class, each as a code-point escape (no character is special then)."""
-    return "".join(_code_point(c) for c in sorted(chars))
-
-
-def _code_point(c: str) -> str:
-    number = ord(c)
-    return f"\\x{number:02x}" if number < 0x80 else f"\\u{number:04x}" if number < 0x10000 else f"\\U{number:08x}"
-
-
-def text_except(used: AbstractSet[str], first: str, rest: str, longest: int, rules: GrammarRules) -> str:
-    """A quoted text of `first` then `rest` characters (GBNF classes without their brackets, each starting
-    with `^` or listing what is allowed), at most `longest` of them, that is none of `used`: a walk down the
-    trie of the used texts, leaving it at any character no used text continues with, or ending where no
-    used text ends."""
-
-    def without(klass: str, taken: set[str]) -> str:
-        if klass.startswith("^"):
-            return f"[{klass}{_escaped(taken)}]"
-        allowed = "".join(c for c in klass if c not in taken)
-        return f"[{allowed}]" if allowed else ""
+def text_except(used: AbstractSet[str], first: CharSet, rest: CharSet, longest: int, rules: GrammarRules) -> str:
+    """A quoted text of a `first` then `rest` characters, at most `longest` of them, that is none of `used`:
+    a walk down the trie of the used texts, leaving it at any character no used text continues with, or
+    ending where no used text ends."""
+    tail = rest.gbnf()
 
     def node(prefix: str) -> str | None:
         """The rest of a text that starts with `prefix`; None where none can follow (a used text at its longest)."""
@@ -113,10 +96,10 @@ def text_except(used: AbstractSet[str], first: str, rest: str, longest: int, rul
             for c in sorted(after):
                 if (onward := node(prefix + c)) is not None:
                     options.append(f"{literal(c)} {onward}")
-            free = without(rest if prefix else first, after)
+            free = (rest if prefix else first).without(after).gbnf()
             room = longest - len(prefix) - 1  # characters left after this one
             if free:
-                options.append(f"{free} [{rest}]{{0,{room}}}" if room > 0 else free)
+                options.append(f"{free} {tail}{{0,{room}}}" if room > 0 else free)
         return rules.add(_choice(options)) if options else None
 
     return f'"\\"" {node("")} "\\""'
@@ -125,12 +108,12 @@ def text_except(used: AbstractSet[str], first: str, rest: str, longest: int, rul
 def name_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_BUDGET.name) -> str:
     """A quoted identifier (`[a-z][a-z0-9_]*`, at most `longest` characters) that is none of `used`."""
     names = {name for name in used if re.fullmatch(r"[a-z][a-z0-9_]*", name)}
-    return text_except(names, _NAME_START, _NAME_REST, longest, rules)
+    return text_except(names, NAME_FIRST, NAME, longest, rules)
 
 
 def key_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_BUDGET.value) -> str:
     """A quoted record key (visible first, no '/' or quote, at most `longest` characters) none of `used`."""
-    return text_except(used, '^"\\\\/\\x00-\\x20', '^"\\\\/\\x00-\\x1f', longest, rules)
+    return text_except(used, KEY_FIRST, KEY, longest, rules)
 
 
 class SpecStages:
@@ -237,7 +220,7 @@ class SpecStages:
         fields = table["fields"]
         keys = [name for name, field in fields.items() if field == {"type": "string"}]  # no default, free values
         options = [
-            f'{_json(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {self._after_record(1)}'
+            f'{json_literal(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {self._after_record(1)}'
             for key in keys
         ]
         if not options:  # the key field was declared again as something else: no key to choose
@@ -296,13 +279,13 @@ class SpecStages:
         return any(tool.get("kind") in CHANGING_KINDS for tool in self.tools)
 
     def _tool_options(self, table: TableSpec, name: str, rules: GrammarRules) -> list[tuple[str, str]]:
-        on = f'", \\"table\\": " {_json(table.name)}'
+        on = f'", \\"table\\": " {json_literal(table.name)}'
 
         def head(kind: str) -> str:
             return f'"{{\\"kind\\": \\"{kind}\\", \\"name\\": " {name} ", \\"description\\": " {self._text()} {on}'
 
         def field_is(names: list[str]) -> str:
-            return f'", \\"field\\": " {_choice([_json(n) for n in names])}'
+            return f'", \\"field\\": " {_choice([json_literal(n) for n in names])}'
 
         fields = table.fields
         strings = [n for n, f in fields.items() if f.type == "string"]
@@ -310,7 +293,7 @@ class SpecStages:
         options = [("lookup", f'{head("lookup")} "}}"'), ("delete", f'{head("delete")} "}}"')]
         if strings:
             options.append(("search", f'{head("search")} {field_is(strings)} "}}"'))
-        filters = _choice([_json(n) for n in fields])
+        filters = _choice([json_literal(n) for n in fields])
         options.append(("list", f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"'))
         options.append(("create", f'{head("create")} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"'))
         if numbers:
@@ -318,7 +301,7 @@ class SpecStages:
             options.append(("transfer", f'{head("transfer")} {field_is(numbers)} {minimum} "}}"'))
         for field_name, field in fields.items():
             if field_name != table.key:
-                update = f'{head("update")} ", \\"field\\": " {_json(field_name)} {self._update(field, rules)}'
+                update = f'{head("update")} ", \\"field\\": " {json_literal(field_name)} {self._update(field, rules)}'
                 options.append(("update", update))
         return options
 
@@ -326,7 +309,7 @@ class SpecStages:
         """An update's settings after its field: values of the field's own (an enum's, true/false, or listed)."""
         budget = self.budget
         if field.enum or field.type == "boolean":
-            value = _choice([_json(v) for v in field.enum]) if field.enum else _SCALARS["boolean"]
+            value = _choice([json_literal(v) for v in field.enum]) if field.enum else _SCALARS["boolean"]
             move = rules.add(f'"{{\\"from\\": " {value} ", \\"to\\": " {value} "}}"')
             transitions = f'(", \\"transitions\\": [" {_repeat(move, budget.transitions)} "]")?'
             return f'(", \\"value\\": " {value})? {transitions} "}}"'
@@ -367,7 +350,7 @@ class SpecStages:
             assert table is not None
             for schema in self._argument_schemas(contract.input_schema, tool, table, state.get(table.name, {}), rules):
                 arguments = json_value(schema, rules)
-                call = f'"{{\\"tool\\": " {_json(tool.name)} ", \\"arguments\\": " {arguments} "}}"'
+                call = f'"{{\\"tool\\": " {json_literal(tool.name)} ", \\"arguments\\": " {arguments} "}}"'
                 (changing if tool.kind in CHANGING_KINDS else reading).append(call)
         changed = self._plan_changes()
         # Another call is offered only where one will surely be possible after this one: a tool that needs
@@ -446,8 +429,9 @@ class SpecStages:
         except (SpecError, ValueError, TypeError):
             state = {}
         questions = [
-            f'"{{\\"table\\": " {_json(t.name)} ", \\"key\\": " {_choice([_json(k) for k in state[t.name]])} '
-            f'", \\"field\\": " {_choice([_json(n) for n in t.fields])} "}}"'
+            f'"{{\\"table\\": " {json_literal(t.name)} ", \\"key\\": " '
+            f"{_choice([json_literal(k) for k in state[t.name]])} "
+            f'", \\"field\\": " {_choice([json_literal(n) for n in t.fields])} "}}"'
             for t in tables
             if state.get(t.name)
         ]
@@ -461,9 +445,9 @@ class SpecStages:
         """The hint, other than the instruction (the gates refuse a copy); optional untouched records, among
         those no planned call names; then the spec closes."""
         rules, tables = GrammarRules(), self._written_tables()
-        hint = text_except(self._copies_of_instruction(), _FIRST_CHAR[1:-1], _TEXT_CHAR[1:-1], self.budget.text, rules)
+        hint = text_except(self._copies_of_instruction(), FIRST, TEXT, self.budget.text, rules)
         named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}
-        refs = [_json(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
+        refs = [json_literal(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
         untouched = f'(", \\"untouched\\": [" {_repeat(_choice(refs), self.budget.untouched)} "]")?' if refs else '""'
         return rules.grammar(f'", \\"hint\\": " {hint} {untouched} "}}}}"')
 
