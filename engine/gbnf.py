@@ -28,8 +28,8 @@ What is left is llama.cpp's handling of a token that ends inside a character. It
 after such a token it also admits bytes that make the text invalid UTF-8 (an overlong form, a surrogate);
 the trainer does not, and a reply that samples one is left out of training. And it checks such a token
 against a negated class (`[^...]`) wrongly, refusing it when the class excludes any character it could
-still become; spadework therefore writes every class as the ranges it allows (`CharSet`), and a grammar
-from elsewhere with a negated class may have the trainer admit such a token where llama.cpp did not.
+still become; spadework therefore writes every class as the ranges it allows (`CharSet`), and sends a
+grammar from elsewhere rewritten the same way (`for_llama_cpp`, which `EpisodeSettings.grammar` applies).
 """
 
 from __future__ import annotations
@@ -103,14 +103,7 @@ class CharSet:
         """The class, or "" when no character is left."""
         if self.only is not None:
             return f"[{''.join(code_point(c) for c in sorted(set(self.only)))}]" if self.only else ""
-        ranges, start = [], 0
-        for stop in sorted({*map(ord, self.excluded), *range(_SURROGATES[0], _SURROGATES[1] + 1)}):
-            if start < stop:
-                ranges.append((start, stop - 1))
-            start = max(start, stop + 1)
-        if start <= LAST_CODE_POINT:
-            ranges.append((start, LAST_CODE_POINT))
-        return "[" + "".join(code_point(a) if a == b else f"{code_point(a)}-{code_point(b)}" for a, b in ranges) + "]"
+        return _gbnf_class(_complement([(ord(c), ord(c)) for c in self.excluded]))
 
 
 # -- reading ------------------------------------------------------------------------------------------------
@@ -175,6 +168,50 @@ def to_lark(grammar: str) -> str:
         lines = [f"start: {names['root'].upper()}"]
         lines += [f"{names[n].upper()}: {_alternatives(rules[n], names, single=False)}" for n in reachable]
     return '%llguidance {"no_forcing": true}\n' + "\n".join(lines) + "\n"
+
+
+def for_llama_cpp(grammar: str) -> str:
+    """`grammar` as the engine sends it to llama.cpp: read as llama.cpp reads it (a grammar it would refuse
+    raises `GrammarUnreadable` here, before any request) and written back with every class as the ranges it
+    allows, which llama.cpp checks rightly against a token ending inside a character. A grammar in
+    llguidance's own syntax (`%llguidance ...`) is sent as it is."""
+    if grammar.startswith("%llguidance"):
+        return grammar
+    rules = read_gbnf(grammar)
+    return "\n".join(f"{name} ::= {_gbnf_alternatives(alternatives)}" for name, alternatives in rules.items())
+
+
+def _gbnf_alternatives(alternatives: Alternatives) -> str:
+    return " | ".join(" ".join(_gbnf_item(item) for item in sequence) or '""' for sequence in alternatives)
+
+
+def _gbnf_item(item: Item) -> str:
+    if isinstance(item, Text):
+        return literal("".join(map(chr, item.code_points)))
+    if isinstance(item, Chars):
+        if item.negated and not _valid_ranges(item.ranges):
+            return "."
+        allowed = _complement(_valid_ranges(item.ranges)) if item.negated else _valid_ranges(item.ranges)
+        return _gbnf_class(allowed)
+    if isinstance(item, Ref):
+        return item.name
+    if isinstance(item, Group):
+        return f"({_gbnf_alternatives(item.alternatives)})"
+    return f"{_gbnf_item(item.item)}{{{item.least},{'' if item.most is None else item.most}}}"
+
+
+def _gbnf_class(ranges: list[tuple[int, int]]) -> str:
+    return "[" + "".join(code_point(a) if a == b else f"{code_point(a)}-{code_point(b)}" for a, b in ranges) + "]"
+
+
+def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The characters a text can hold outside `ranges`."""
+    out, start = [], 0
+    for low, high in sorted([*ranges, _SURROGATES]):
+        if low > start:
+            out.append((start, low - 1))
+        start = max(start, high + 1)
+    return out if start > LAST_CODE_POINT else [*out, (start, LAST_CODE_POINT)]
 
 
 class _Reader:

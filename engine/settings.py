@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine.gbnf import for_llama_cpp
 
 Mode = Literal["chat", "constrained", "tokens"]
 Completions = Literal["openai", "llama.cpp"]
@@ -47,7 +49,9 @@ class EpisodeSettings(BaseModel):
     grammar: str | None = Field(
         None,
         description="tokens mode: every reply is sampled under this llama.cpp grammar (GBNF, or llguidance's lark "
-        "after `%llguidance`), recorded with the trace so a trainer can score the restricted policy",
+        "after `%llguidance`), recorded with the trace so a trainer can score the restricted policy. GBNF is read "
+        "as llama.cpp reads it and kept as `engine.gbnf.for_llama_cpp` writes it back (every class as the ranges "
+        "it allows); one llama.cpp would refuse is refused here, with the reason and the place.",
     )
 
     calls: Calls = Field(
@@ -57,6 +61,11 @@ class EpisodeSettings(BaseModel):
         "what it meant). `native`: OpenAI's function-calling protocol exactly as bfcl-eval's FC handlers read it: "
         "only `tool_calls` are calls, a reply without them is text, and arguments must be a JSON object.",
     )
+
+    @field_validator("grammar")
+    @classmethod
+    def _as_llama_cpp_reads_it(cls, grammar: str | None) -> str | None:
+        return None if grammar is None else for_llama_cpp(grammar)  # GrammarUnreadable is a ValueError
 
     @model_validator(mode="after")
     def _tokens_mode_needs_a_tokenizer(self) -> EpisodeSettings:

@@ -185,7 +185,7 @@ class Agreement:
     """Walks grammars with llama.cpp choosing what may be sampled and holds the trainer's admitted sets
     (`trainers.constrained.AdmittedTokens`) to llama.cpp's at every position of every walk."""
 
-    def __init__(self, oracle: LlamaCppGrammar, tokenizer: Any, partial_refusals: bool = False) -> None:
+    def __init__(self, oracle: LlamaCppGrammar, tokenizer: Any) -> None:
         from engine.templates import end_of_generation_ids
         from trainers.constrained import AdmittedTokens
 
@@ -199,18 +199,18 @@ class Agreement:
         self.wide = [i for i, piece in enumerate(self.pieces) if any(byte >= 0x80 for byte in piece)]
         self.tally = Tally()
         self._grammars: set[str] = set()
-        # Whether llama.cpp may refuse, where the trainer admits, a token that ends inside a character: its
-        # check of a partial character against a negated class refuses it when the class excludes any
-        # character the partial one could still become (`[^😀]` refuses a lone 0xF0 byte). No grammar
-        # spadework writes has a negated class; a grammar from elsewhere may.
-        self.partial_refusals = partial_refusals
 
-    def walk(self, grammar: str, rng: random.Random, target: str = "", longest: int = 96) -> bytes:
+    def walk(
+        self, grammar: str, rng: random.Random, target: str = "", longest: int = 96, partial_refusals: bool = False
+    ) -> bytes:
         """One reply sampled under `grammar` token by token among what llama.cpp admits and keeps the text
         UTF-8 (what a model writes): along `target`'s bytes in a random tokenisation (byte tokens that split a
         character included) as far as the grammar lets it, then at random (half the time a token holding
         non-ASCII bytes), ending where an end of generation is admitted. Returns the text; every position is
-        compared and tallied."""
+        compared and tallied. `partial_refusals`: whether llama.cpp may refuse, where the trainer admits, a
+        token that ends inside a character: its check of a partial character against a negated class refuses
+        it when the class excludes any character the partial one could still become (`[^😀]` refuses a lone
+        0xF0 byte). No grammar spadework sends has a negated class (`engine.gbnf.for_llama_cpp`)."""
         goal = target.encode()
         text = bytearray()
         finished = False
@@ -235,7 +235,7 @@ class Agreement:
             return token
 
         ids, sets = self.oracle.walk(grammar, choose)
-        self._compare(grammar, ids, sets)
+        self._compare(grammar, ids, sets, partial_refusals)
         return bytes(text)
 
     def _along(self, goal: bytes, text: bytes, admitted: np.ndarray, rng: random.Random) -> int | None:
@@ -254,7 +254,7 @@ class Agreement:
         options = [int(i) for i in allowed if int(i) not in self.ends and valid_utf8_start(text + self.pieces[i])]
         return rng.choice(options) if options else None
 
-    def _compare(self, grammar: str, ids: list[int], llama_sets: list[np.ndarray]) -> None:
+    def _compare(self, grammar: str, ids: list[int], llama_sets: list[np.ndarray], partial_refusals: bool) -> None:
         tally = self.tally
         tally.walks += 1
         if grammar not in self._grammars:
@@ -286,7 +286,7 @@ class Agreement:
             tally.lenient_positions += bool(lenient)
             partial = 0
             for token in np.nonzero(trainer & ~llama)[0]:
-                if self.partial_refusals and _ends_inside_a_character(text + self.pieces[token]):
+                if partial_refusals and _ends_inside_a_character(text + self.pieces[token]):
                     partial += 1
                 else:
                     tally.disagreements.append(f"the trainer admits {self.pieces[token]!r}, llama.cpp not, {where}")

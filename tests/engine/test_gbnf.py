@@ -17,7 +17,17 @@ from collections import Counter
 
 import pytest
 
-from engine.gbnf import INCONSISTENT, Chars, GrammarUnreadable, Text, code_point, literal, read_gbnf, to_lark
+from engine.gbnf import (
+    INCONSISTENT,
+    Chars,
+    GrammarUnreadable,
+    Text,
+    code_point,
+    for_llama_cpp,
+    literal,
+    read_gbnf,
+    to_lark,
+)
 from engine.local_models import default_gguf
 from tests.grammar_walk import admits
 from tests.llama_grammar import Agreement, LlamaCppGrammar
@@ -34,8 +44,7 @@ def agreement(llama: LlamaCppGrammar) -> Agreement:
 
     from trainers.checkpoint import float_checkpoint
 
-    tokenizer = AutoTokenizer.from_pretrained(str(float_checkpoint(default_gguf())))
-    return Agreement(llama, tokenizer, partial_refusals=True)  # grammars from elsewhere: negated classes
+    return Agreement(llama, AutoTokenizer.from_pretrained(str(float_checkpoint(default_gguf()))))
 
 
 @pytest.mark.parametrize(
@@ -94,6 +103,17 @@ def test_texts_are_read_as_llama_cpp_reads_them(bytes_matcher: object, grammar: 
 def test_a_grammar_llama_cpp_refuses_is_refused_with_where(grammar: str, problem: str) -> None:
     with pytest.raises(GrammarUnreadable, match=re.escape(problem)):
         to_lark(grammar)
+
+
+def test_episode_settings_keep_a_grammar_as_the_engine_sends_it_and_refuse_a_broken_one() -> None:
+    from pydantic import ValidationError
+
+    from engine.settings import EpisodeSettings
+
+    settings = EpisodeSettings(mode="tokens", tokenizer="bytes", grammar='root ::= [^"\\U0001F600]+')
+    assert settings.grammar == "root ::= [\\x00-\\x21\\x23-\\ud7ff\\ue000-\\U0001f5ff\\U0001f601-\\U0010ffff]{1,}"
+    with pytest.raises(ValidationError, match=r"grammar\n  Value error, unknown escape \\q at line 1"):
+        EpisodeSettings(mode="tokens", tokenizer="bytes", grammar='root ::= "\\q"')
 
 
 def test_a_nul_ends_the_grammar_as_it_does_in_llama_cpp() -> None:
@@ -198,8 +218,10 @@ def random_grammar(rng: random.Random) -> str:
 
 def compare_random_grammars(agreement: Agreement, llama: LlamaCppGrammar, count: int, seed: int) -> Counter[str]:
     """Draw `count` grammars: each is read by both or refused by both, except one llama.cpp reads
-    inconsistently (an element no character matches, a reversed range), which only `to_lark` refuses; two
-    walks through each one read."""
+    inconsistently (an element no character matches, a reversed range), which only `to_lark` refuses. Each one
+    read is walked as written (where llama.cpp may refuse a token ending inside a character that a negated
+    class could still admit) and as the engine sends it (`for_llama_cpp`: nothing may differ), and
+    `for_llama_cpp` writes it the same way twice."""
     rng = random.Random(seed)
     seen: Counter[str] = Counter()
     for _ in range(count):
@@ -218,8 +240,12 @@ def compare_random_grammars(agreement: Agreement, llama: LlamaCppGrammar, count:
             seen["refused by both"] += 1
             continue
         seen["read by both"] += 1
-        for _ in range(2):
-            agreement.walk(grammar, rng, longest=24)
+        sent = for_llama_cpp(grammar)
+        assert llama.problem(sent) is None and for_llama_cpp(sent) == sent, (grammar, sent)
+        agreement.walk(grammar, rng, longest=24, partial_refusals=True)
+        before = agreement.tally.partial
+        agreement.walk(sent, rng, longest=24)
+        assert agreement.tally.partial == before
     return seen
 
 
