@@ -152,3 +152,7 @@ serve-model *flags="": model
 # Steps per second in-process vs over the HTTP session API vs over MCP, side by side.
 bench-toolworlds world="banking":
     python benchmarks/toolworld_steps.py --world {{world}}
+
+# How long the trainer takes to rebuild a row's admitted sets: the grammar read by engine.gbnf vs llguidance's converter.
+bench-grammars *flags="": model
+    python benchmarks/grammar_reading.py {{flags}}

@@ -83,9 +83,10 @@ CONTROL = "".join(map(chr, range(0x20)))
 @dataclass(frozen=True)
 class CharSet:
     """The characters one position of a text may hold: every character but `excluded` or, given `only`,
-    just those. Written as a class of what is allowed, never `[^...]`: llama.cpp checks a token that ends
-    inside a character against a negated class wrongly (`[^😀]` refuses a lone 0xF0 byte, though 0xF0 can
-    still become 😁) and against allowed ranges rightly. Surrogates are left out: no text holds one."""
+    just those. A class that leaves out a character past ASCII is written as the ranges it allows: llama.cpp
+    checks a token that ends inside a character against a negated class wrongly (`[^😀]` refuses a lone 0xF0
+    byte, though 0xF0 can still become 😁) and against allowed ranges rightly. One that leaves out only ASCII
+    stays `[^...]`, a third the length, which llama.cpp checks rightly: a character begun is past ASCII."""
 
     excluded: frozenset[str] = frozenset()
     only: str | None = None
@@ -102,8 +103,8 @@ class CharSet:
     def gbnf(self) -> str:
         """The class, or "" when no character is left."""
         if self.only is not None:
-            return f"[{''.join(code_point(c) for c in sorted(set(self.only)))}]" if self.only else ""
-        return _gbnf_class(_complement([(ord(c), ord(c)) for c in self.excluded]))
+            return _gbnf_class([(ord(c), ord(c)) for c in self.only]) if self.only else ""
+        return _gbnf_class([(ord(c), ord(c)) for c in self.excluded], negated=True)
 
 
 # -- reading ------------------------------------------------------------------------------------------------
@@ -160,14 +161,10 @@ def to_lark(grammar: str) -> str:
     """`grammar` (GBNF) in llguidance's Lark, admitting exactly the texts llama.cpp admits."""
     rules = read_gbnf(grammar)
     reachable = _reachable(rules)
-    names = {name: f"r{index}" for index, name in enumerate(reachable)}
-    if _recursive(rules, reachable):
-        lines = [f"start: {names['root']}"]
-        lines += [f"{names[n]}: {_alternatives(rules[n], names, single=True)}" for n in reachable]
-    else:
-        lines = [f"start: {names['root'].upper()}"]
-        lines += [f"{names[n].upper()}: {_alternatives(rules[n], names, single=False)}" for n in reachable]
-    return '%llguidance {"no_forcing": true}\n' + "\n".join(lines) + "\n"
+    writer = _LarkWriter({name: f"r{index}" for index, name in enumerate(reachable)}, _recursive(rules, reachable))
+    lines = [f"{writer.rule(name)}: {writer.alternatives(rules[name])}" for name in reachable]
+    classes = [f"{name}: /{regex}/" for regex, name in writer.classes.items()]
+    return '%llguidance {"no_forcing": true}\n' + "\n".join([f"start: {writer.rule('root')}", *lines, *classes]) + "\n"
 
 
 def for_llama_cpp(grammar: str) -> str:
@@ -191,8 +188,7 @@ def _gbnf_item(item: Item) -> str:
     if isinstance(item, Chars):
         if item.negated and not _valid_ranges(item.ranges):
             return "."
-        allowed = _complement(_valid_ranges(item.ranges)) if item.negated else _valid_ranges(item.ranges)
-        return _gbnf_class(allowed)
+        return _gbnf_class(_valid_ranges(item.ranges), item.negated)
     if isinstance(item, Ref):
         return item.name
     if isinstance(item, Group):
@@ -200,8 +196,19 @@ def _gbnf_item(item: Item) -> str:
     return f"{_gbnf_item(item.item)}{{{item.least},{'' if item.most is None else item.most}}}"
 
 
-def _gbnf_class(ranges: list[tuple[int, int]]) -> str:
-    return "[" + "".join(code_point(a) if a == b else f"{code_point(a)}-{code_point(b)}" for a, b in ranges) + "]"
+def _gbnf_class(ranges: list[tuple[int, int]], negated: bool = False) -> str:
+    """A class of `ranges` or, `negated`, of every other character: `[^...]` while it leaves out only ASCII,
+    else the ranges it allows (see `CharSet`)."""
+    if negated and any(high >= 0x80 for _, high in ranges):
+        ranges, negated = _complement(ranges), False
+    merged: list[tuple[int, int]] = []
+    for low, high in sorted(ranges):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+        else:
+            merged.append((low, high))
+    written = "".join(code_point(a) if a == b else f"{code_point(a)}-{code_point(b)}" for a, b in merged)
+    return f"[^{written}]" if negated else f"[{written}]"
 
 
 def _complement(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -436,6 +443,9 @@ def _valid_ranges(ranges: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
     """`ranges` cut to the characters a text can hold (no surrogates, nothing past U+10FFFF)."""
     valid = []
     for low, high in ranges:
+        if high < _SURROGATES[0] or _SURROGATES[1] < low <= high <= LAST_CODE_POINT:
+            valid.append((low, high))
+            continue
         for start, end in ((low, min(high, _SURROGATES[0] - 1)), (max(low, _SURROGATES[1] + 1), high)):
             if start <= min(end, LAST_CODE_POINT):
                 valid.append((start, min(end, LAST_CODE_POINT)))
@@ -487,17 +497,14 @@ def _left_recursive(rules: dict[str, Alternatives]) -> str | None:
             return [index[item.name]]
         if isinstance(item, Group):
             return [new_rule([sequence(s, name) for s in item.alternatives], name)]
+        # llama.cpp copies the item `least` times and chains one optional rule per further copy; one copy
+        # and one optional rule reach the same rules first, and the chain adds no cycle of its own.
         repeated = elements(item.item, name)
-        out = repeated * item.least
-        last: int | None = None
-        for copy in range(1 if item.most is None else item.most - item.least):
-            alternative = list(repeated)
-            if item.most is None:
-                alternative.append(len(flat))  # itself
-            elif copy > 0:
-                alternative.append(last)
-            last = new_rule([alternative, []], name)
-        return out if last is None else [*out, last]
+        out = repeated * min(item.least, 1)
+        if item.most is not None and item.most == item.least:
+            return out
+        optional = [*repeated, len(flat)] if item.most is None else repeated  # `x*`: itself, after x
+        return [*out, new_rule([optional, []], name)]
 
     def sequence(items: tuple[Item, ...], name: str) -> list[int | None]:
         return [element for item in items for element in elements(item, name)]
@@ -556,36 +563,34 @@ def _recursive(rules: dict[str, Alternatives], reachable: list[str]) -> bool:
     return any(name not in state and cycles(name) for name in reachable)
 
 
-def _alternatives(alternatives: Alternatives, names: dict[str, str], single: bool) -> str:
-    return " | ".join(_sequence(sequence, names, single) for sequence in alternatives)
+class _LarkWriter:
+    """Rules in Lark: with `single` False as parts of one lexeme (every rule an uppercase terminal), with
+    `single` as rules whose lexemes are one character each. A class is written once, as a terminal of its
+    own (`C0: /[...]/`): the text classes of a stage grammar repeat, and llguidance compiled each copy anew."""
 
+    def __init__(self, names: dict[str, str], single: bool) -> None:
+        self.names, self.single = names, single
+        self.classes: dict[str, str] = {}  # regex -> terminal name
 
-def _sequence(sequence: tuple[Item, ...], names: dict[str, str], single: bool) -> str:
-    parts = [_item(item, names, single) for item in sequence]
-    return " ".join(part for part in parts if part) or '""'
+    def rule(self, name: str) -> str:
+        return self.names[name] if self.single else self.names[name].upper()
 
+    def alternatives(self, alternatives: Alternatives) -> str:
+        return " | ".join(" ".join(p for p in map(self.item, sequence) if p) or '""' for sequence in alternatives)
 
-def _item(item: Item, names: dict[str, str], single: bool) -> str:
-    """`item` in Lark: as part of one lexeme (`single` False: references are terminals) or, `single`, as
-    lexemes of one character each."""
-    if isinstance(item, Text):
-        if not item.code_points:
-            return ""
-        if single:
-            return " ".join(f"/{_regex_char(point)}/" for point in item.code_points)
-        return "/" + "".join(_regex_char(point) for point in item.code_points) + "/"
-    if isinstance(item, Chars):
-        return f"/{_class(item)}/"
-    if isinstance(item, Ref):
-        return names[item.name] if single else names[item.name].upper()
-    if isinstance(item, Group):
-        return f"({_alternatives(item.alternatives, names, single)})"
-    inner = _item(item.item, names, single)
-    if item.most is None:
-        bounds = "*" if item.least == 0 else "+" if item.least == 1 else f"{{{item.least},}}"
-    else:
-        bounds = f"{{{item.least},{item.most}}}"
-    return f"({inner}){bounds}"
+    def item(self, item: Item) -> str:
+        if isinstance(item, Text):
+            if self.single:
+                return " ".join(f"/{_regex_char(point)}/" for point in item.code_points)
+            return "/" + "".join(map(_regex_char, item.code_points)) + "/" if item.code_points else ""
+        if isinstance(item, Chars):
+            return self.classes.setdefault(_class(item), f"C{len(self.classes)}")
+        if isinstance(item, Ref):
+            return self.rule(item.name)
+        if isinstance(item, Group):
+            return f"({self.alternatives(item.alternatives)})"
+        most = "" if item.most is None else item.most
+        return f"({self.item(item.item)}){{{item.least},{most}}}"
 
 
 def _regex_char(point: int) -> str:
