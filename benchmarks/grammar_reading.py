@@ -3,9 +3,9 @@
 `engine.gbnf.to_lark` (llama.cpp's reading, one lexeme for a grammar without recursion) against llguidance
 1.9.1's own `gbnf_to_lark.any_to_lark` (lexemes per terminal rule; wrong on non-ASCII escapes and on
 greedy lexeme boundaries), on the same rows, which are ASCII so that both can read them: a designer row
-(the library spec, one grammar per stage) and agent rows under the call grammars of the reference worlds.
-Each row's restriction (`trainers.constrained.AdmittedTokens.restriction`) is timed from a cold grammar cache
-`--repeats` times; medians side by side and their ratio.
+(the library spec of `tests/trainers/test_spec_stages.py`, one grammar per stage) and agent rows under the
+call grammars of the reference worlds. Each row's restriction (`AdmittedTokens.restriction`) is timed from
+a cold grammar cache `--repeats` times; medians side by side and their ratio.
 
     python benchmarks/grammar_reading.py          # or: just bench-grammars
 """
@@ -23,29 +23,10 @@ from engine.episode import FINISH_FUNCTION
 from engine.gbnf import to_lark
 from engine.local_models import default_gguf
 from engine.trajectory import SampledSpan
+from tests.trainers.test_spec_stages import LIBRARY_STAGES  # a sound spec, split at its stage boundaries
 from toolworlds.registry import load_world
 from trainers.designer.stages import SpecStages
 
-LIBRARY = [  # a sound spec, split at its stage boundaries
-    '{"spec_version": 1, "name": "library", "description": "A small library.", "tables": [{"name": "books", '
-    '"fields": {"book_id": {"type": "string"}, ',
-    '"title": {"type": "string"}, ',
-    '"on_loan": {"type": "boolean", "default": false}}',
-    ', "key": "book_id", "records": [{"book_id": "B1", "title": "Emma"}, ',
-    '{"book_id": "B2", "title": "Dune"}, ',
-    '{"book_id": "B3", "title": "Dune Messiah", "on_loan": true}]}, ',
-    '{"name": "members", "fields": {"member_id": {"type": "string"}, ',
-    '"name": {"type": "string"}}',
-    ', "key": "member_id", "records": [{"member_id": "M1", "name": "Ada"}]}]',
-    ', "tools": [{"kind": "search", "name": "search", "description": "Find books by title.", "table": "books", '
-    '"field": "title"}, ',
-    '{"kind": "update", "name": "borrow", "description": "Borrow a book.", "table": "books", "field": "on_loan", '
-    '"value": true, "transitions": [{"from": false, "to": true}]}]',
-    ', "task": {"plan": [{"tool": "search", "arguments": {"title": "Dune"}}, ',
-    '{"tool": "borrow", "arguments": {"book_id": "B2"}}]',
-    ', "instruction": "Borrow Dune for me."',
-    ', "hint": "Search by title first.", "untouched": ["books/B3"]}}',
-]
 FINISH = '{"name": "finish", "arguments": {"answer": "It is done, as you asked."}}<|im_end|>'
 
 Row = tuple[str, list[int], list[int], list[SampledSpan]]
@@ -53,7 +34,7 @@ Row = tuple[str, list[int], list[int], list[SampledSpan]]
 
 def rows(tokenizer: Any) -> dict[str, Row]:
     stages, ids, spans = SpecStages(), [], []
-    for part in LIBRARY:
+    for part in LIBRARY_STAGES:
         grammar = stages.grammar()
         assert grammar is not None
         spans.append(SampledSpan(start=len(ids), grammar=grammar))

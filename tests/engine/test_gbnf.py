@@ -250,12 +250,12 @@ def compare_random_grammars(agreement: Agreement, llama: LlamaCppGrammar, count:
 
 
 def test_random_grammars_are_read_and_refused_as_llama_cpp_does(agreement: Agreement, llama: LlamaCppGrammar) -> None:
-    seen = compare_random_grammars(agreement, llama, count=120, seed=34)
+    seen = compare_random_grammars(agreement, llama, count=80, seed=34)
     tally = agreement.tally
     print(dict(seen), tally.line())
     assert not tally.disagreements, tally.disagreements[:5]
     assert not tally.unreadable, tally.unreadable[:5]
-    assert seen["read by both"] >= 40 and seen["refused by both"] >= 20 and tally.positions >= 300
+    assert seen["read by both"] >= 30 and seen["refused by both"] >= 20 and tally.positions >= 200
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ inside a character, it also admits some bytes that cannot continue it as UTF-8 (
 surrogate, a code point past U+10FFFF); those are counted, and a reply that samples one is left out of
 training (`test_a_row_the_trainer_cannot_read_costs_that_row_not_the_update`, in `test_constrained`).
 
-Run with `-s` for the tally; `just test-slow` runs a walk ten times as long.
+Run with `-s` for the tally; `just test-slow` runs a walk about ten times as long.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def test_texts_other_than_the_used_ones_are_read_alike(agreement: Agreement, cor
     """`text_except`, `key_except` and `name_except`: used texts from all of Unicode, walked along and off."""
     rng = random.Random(1)
     sources = corpus_texts + WORLD_TEXTS
-    for _ in range(6):
+    for _ in range(3):
         used = {draw(rng, 12, sources) for _ in range(rng.randint(1, 6))}
         rules = GrammarRules()
         grammars = [
@@ -126,7 +126,7 @@ def test_texts_other_than_the_used_ones_are_read_alike(agreement: Agreement, cor
     tally = agreement.tally
     print(tally.line())
     assert not tally.disagreements, tally.disagreements[:5]
-    assert tally.positions > 500
+    assert tally.positions > 400
 
 
 def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
@@ -219,7 +219,7 @@ def unicode_tools(rng: random.Random, sources: list[str]) -> tuple[list[dict[str
 def test_the_call_grammar_is_read_alike_for_tools_in_any_script(agreement: Agreement, corpus_texts: list[str]) -> None:
     rng = random.Random(3)
     before = agreement.tally.positions
-    for _ in range(6):
+    for _ in range(3):
         tools, call = unicode_tools(rng, corpus_texts + WORLD_TEXTS)
         grammar = call_grammar(tools)
         assert agreement.walk(grammar, rng, call, longest=200) == call.encode(), call
@@ -227,16 +227,22 @@ def test_the_call_grammar_is_read_alike_for_tools_in_any_script(agreement: Agree
     tally = agreement.tally
     print(tally.line())
     assert not tally.disagreements, tally.disagreements[:5]
-    assert tally.positions - before > 300
+    assert tally.positions - before > 150
 
 
 @pytest.mark.slow
 def test_a_long_walk_finds_no_disagreement(agreement: Agreement, corpus_texts: list[str]) -> None:
-    """Ten staged specs and thirty tool sets more, for the closing tally."""
+    """Ten staged specs, thirty tool sets and thirty sets of used texts more, for the closing tally."""
     rng = random.Random(34)
     sources = corpus_texts + WORLD_TEXTS
     for _ in range(10):
         walk_spec(agreement, rng, sources)
+    for _ in range(30):
+        used = {draw(rng, 12, sources) for _ in range(rng.randint(1, 6))}
+        rules = GrammarRules()
+        grammar = rules.grammar(text_except(used, FIRST, TEXT, 16, rules))
+        for target in near_misses(used, rng):
+            agreement.walk(grammar, rng, '"' + target + '"')
     for _ in range(30):
         tools, call = unicode_tools(rng, sources)
         agreement.walk(call_grammar(tools), rng, call, longest=200)
