@@ -223,7 +223,8 @@ class Agreement:
             admitted[allowed] = True
             token = self._along(goal, bytes(text), admitted, rng) if goal[: len(text)] == text else None
             if token is None:
-                ends = [int(i) for i in allowed if int(i) in self.ends]
+                # A reply ends on whole characters (llama.cpp would end one inside a character too).
+                ends = [int(i) for i in allowed if int(i) in self.ends and not _ends_inside_a_character(bytes(text))]
                 if ends and (len(text) >= len(goal) or rng.random() < 0.2):
                     token = rng.choice(ends)
                 else:
