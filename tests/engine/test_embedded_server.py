@@ -202,7 +202,9 @@ async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_t
             extra_body={**EXACT_SAMPLING, "logit_bias": [[lead, 30.0]]},
         )  # fmt: skip
         traces[api] = [record.tokens for record in records if record.tokens is not None]
-    assert traces["openai"] and all(not trace.exact for trace in traces["openai"])
+    # A reply sampled at temperature 1 may hold no string, so no lead byte: only such a trace may be exact.
+    assert any(not trace.exact for trace in traces["openai"])
+    assert all(lead not in trace.completion_ids for trace in traces["openai"] if trace.exact)
     assert traces["llama.cpp"] and all(trace.exact for trace in traces["llama.cpp"])
     held = [token for trace in traces["llama.cpp"] for token in trace.completion_ids]
     assert held.count(lead) >= 2
