@@ -112,6 +112,10 @@ resume run *flags="": model
     spadework train --resume {{run}} {{flags}}
     spadework report {{run}}
 
+# The designer on each grounding corpus (python-docs, tables), same seed, one table side by side (~25 min each).
+bench-corpora out="runs/corpora" *flags="": model
+    python benchmarks/designer_corpora.py --out {{out}} {{flags}}
+
 # Designer iterations with the embedded model: write worlds, validate, play with and without the hint, regret.
 design out="runs/design" *flags="": model
     spadework design --out {{out}} {{flags}}

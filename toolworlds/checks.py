@@ -331,6 +331,127 @@ def _written_for_the_agent(evidence: Evidence) -> tuple[bool, str]:
     return True, f"the description, {len(evidence.tools)} tools and every task name only what the tools show"
 
 
+def task_meaning(evidence: Evidence) -> tuple[bool, str]:
+    """A task a person could act on, judged on a designed world (the `meaning` gate): the instruction is a
+    sentence that names every value its reference plan types, as the tools show it (an id, or another value
+    the tools showed beside it before the call: a title, a name), and the record its answer comes from; the
+    hint is words that name a tool or a step. `{`, `type_21` or "Your pet has a petted." pass every contract
+    check and mean nothing. Stricter than the contract: a hand-written task may paraphrase ("on their way"
+    for `shipped`); a designed one names what it means."""
+    for seed in evidence.seeds:
+        task, plan = evidence.oracle[seed].task, evidence.plans[seed]
+        observed = [turn.result.observation for turn in evidence.oracle[seed].turns]
+        problem = _instruction_problem(task.instruction, plan, observed) or _hint_problem(task.hint, evidence.tools)
+        if problem is not None:
+            return False, f"seed {seed}: {problem}"
+    return (
+        True,
+        f"every instruction names what its plan types, every hint a tool or a step ({len(evidence.seeds)} seeds)",
+    )
+
+
+SENTENCE_WORDS = 3  # an instruction of fewer words is not a sentence a person could act on
+_WORD = re.compile(r"[^\W\d_]{2,}")
+# The words of steps: what a hint may say instead of a tool's name ("search by title, then borrow it").
+STEP_WORDS = frozenset({
+    "get", "set", "find", "list", "lookup", "look", "search", "update", "create", "add", "new", "delete",
+    "remove", "transfer", "move", "change", "check", "open", "close", "read", "call", "use", "ask", "answer",
+    "first", "then", "before", "after", "filter", "query", "fetch", "show", "view", "mark", "pay", "send",
+})  # fmt: skip
+
+
+def _instruction_problem(instruction: str, plan: list[ToolCall | Finish], observed: list[Any]) -> str | None:
+    words = _WORD.findall(instruction)
+    if len(words) < SENTENCE_WORDS:
+        return f"not a sentence: the instruction {instruction[:60]!r} has {len(words)} words"
+    touched: list[str] = []
+    for step, action in enumerate(plan):
+        before = observed[:step]  # what the tools had shown when the plan typed this call
+        objects = [value for _, value in _json_items(before) if isinstance(value, dict)]
+        if isinstance(action, ToolCall):
+            shown = {value for _, value in _json_items(before) if isinstance(value, str)}
+            for value in _touched_values(action, shown):
+                touched.append(value)
+                if not _named(value, instruction, objects):
+                    return f"a value it never names: the plan's call to {action.name} types {value!r}"
+        elif action.answer and not _names_holder(instruction, action.answer, objects):
+            return f"a record it never names: the answer {action.answer!r} comes from a record it never names"
+    named = {word.casefold() for value in touched for word in _WORD.findall(value)}
+    if not [word for word in words if word.casefold() not in named]:
+        return f"nothing to do: the instruction {instruction[:60]!r} only names values"
+    return None
+
+
+def _touched_values(call: ToolCall, shown: set[str]) -> list[str]:
+    """The values a call types that the instruction must name or lead to: ids, codes, amounts, texts the tools
+    show. Text of several words that no tool shows is the agent's own wording (a reason, a reply) and flags
+    are choices the instruction words as verbs: neither is named as typed."""
+    values: list[str] = []
+    for _, value in _json_items(dict(call.arguments)):
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            continue
+        if isinstance(value, str) and ((len(value.split()) > 1 and value not in shown) or not value.strip()):
+            continue
+        values.append(str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
+    return list(dict.fromkeys(values))
+
+
+def _hint_problem(hint: str, tools: list[dict[str, Any]]) -> str | None:
+    words = {word.casefold() for word in _WORD.findall(hint)}
+    tool_words = {part for tool in tools for part in str(tool.get("name", "")).casefold().split("_") if len(part) >= 3}
+    names = [str(tool.get("name", "")) for tool in tools]
+    if any(_mentions(hint, name) or _mentions(hint, name.replace("_", " ")) for name in names if name):
+        return None
+    if words & (STEP_WORDS | tool_words):
+        return None
+    return f"a hint of no step: the hint {hint[:60]!r} names no tool and no step"
+
+
+def _named(value: str, instruction: str, objects: list[dict[str, Any]]) -> bool:
+    """`value` is in the instruction (a word of it, however spelled or inflected: `closed` in "close it"), or
+    it stands in a record the tools show beside a value the instruction names (`B2` beside "Dune")."""
+    if _mentions(instruction, value) or _inflected(value, instruction):
+        return True
+    return any(_names_object(instruction, holder, value) for holder in _holding(value, objects))
+
+
+def _names_holder(instruction: str, value: str, objects: list[dict[str, Any]]) -> bool:
+    """Whether the instruction names a record holding `value` by another of its texts; true where no observed
+    record holds it (an answer counted or computed, not read off one record)."""
+    holders = _holding(value, objects)
+    return not holders or any(_names_object(instruction, holder, value) for holder in holders)
+
+
+def _holding(value: str, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The observed records that hold `value` as one of their own fields."""
+    return [o for o in objects if any(_same(item, value) for item in o.values() if not isinstance(item, dict | list))]
+
+
+def _names_object(instruction: str, record: dict[str, Any], other_than: str) -> bool:
+    """Whether the instruction names another text the record holds, in it or in its parts (its title, its
+    owner's name, an item of an order)."""
+    return any(
+        isinstance(item, str) and len(item) >= 2 and not _same(item, other_than) and _mentions(instruction, item)
+        for _, item in _json_items(record)
+    )
+
+
+def _same(item: Any, value: str) -> bool:
+    if isinstance(item, bool) or item is None:
+        return False
+    if isinstance(item, int | float):
+        return _NUMBER.fullmatch(value) is not None and float(value.replace(",", "")) == float(item)
+    return str(item) == value
+
+
+def _inflected(value: str, text: str) -> bool:
+    """A word of text shares all but the ending of `value`, a word itself (`closed`: close; `shipped`: ship)."""
+    if not value.isalpha() or len(value) < 4:
+        return False
+    stem = value.casefold()[: max(4, len(value) - 3)]
+    return any(word.casefold().startswith(stem) for word in _WORD.findall(text))
+
+
 _CONSTANT = re.compile(r"(?<![\w.])[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?!\w)")  # SLA_HOURS, RETURN_WINDOW_DAYS()
 _ATTRIBUTE = re.compile(r"(?<![\w.])(?:self|cls|state)\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")  # self.state.today
 _QUOTED = re.compile(r"`([^`\n]+)`")

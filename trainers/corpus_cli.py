@@ -21,10 +21,10 @@ def sample(
     source: Annotated[
         str,
         typer.Argument(
-            help="'builtin', a .jsonl or .parquet file, a folder of text files, hf:NAME (or hf:NAME@SPLIT) or "
-            "hf-stream:NAME."
+            help="'tables', 'python-docs', a .jsonl or .parquet file, a folder of text files, hf:NAME (or "
+            "hf:NAME@SPLIT) or hf-stream:NAME."
         ),
-    ] = ("builtin"),
+    ] = "tables",
     count: Annotated[int, typer.Option(min=1, help="How many documents to draw.")] = 3,
     max_tokens: Annotated[int, typer.Option(min=16, help="Chunk budget (about 4 characters per token).")] = 1500,
     text_field: Annotated[str, typer.Option(help="The text column or key of a .jsonl/.parquet corpus.")] = "text",

@@ -14,12 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from trainers.corpus import (
-    BuiltinSource,
     Corpus,
     CorpusError,
     Document,
     JsonLinesSource,
     ParquetSource,
+    PythonDocsSource,
     approximate_tokens,
     chunk,
     open_source,
@@ -69,8 +69,8 @@ def test_draws_are_uniform_over_documents_and_reproducible(tmp_path: Path) -> No
     )
 
 
-def test_builtin_corpus_is_pythons_own_documentation() -> None:
-    source = BuiltinSource()
+def test_python_docs_corpus_is_pythons_own_documentation() -> None:
+    source = PythonDocsSource()
     names = {source.document(i).source for i in range(len(source))}
     assert len(source) > 200
     assert "pydoc:assignment" in names and "stdlib:json" in names

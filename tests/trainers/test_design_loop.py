@@ -15,9 +15,12 @@ from tests.sandbox.conftest import LIBRARY_SOURCE
 from tests.sandbox.test_validate import FREE_LUNCH
 from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_SPEC
+from toolworlds.spec import Spec
+from trainers.designer.grounding import grounding
 from trainers.designer.loop import DesignOutcome, read_metrics
 from trainers.designer.memory import WorldMemory
 from trainers.rows import designer_rows
+from trainers.tables import TablesSource
 
 
 def design_flags(directory: Path, designs: dict[str, str]) -> list[str]:
@@ -121,6 +124,14 @@ def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -
     valid = [o for o in outcomes if o["verdict"]["valid"]]
     assert len(valid) == 1 and valid[0]["mean_plain"] == 1.0
     assert (out / "worlds" / f"{valid[0]['world_hash'][:16]}.json").read_text() == sound.strip()
+    # grounded against the document it was asked for (the default corpus, tables), recomputed here
+    tables = TablesSource()
+    document = next(
+        tables.document(i) for i in range(len(tables)) if tables.document(i).source == valid[0]["sample"]["document"]
+    )
+    expected = grounding(Spec.model_validate_json(sound), document.text).share
+    assert valid[0]["grounding"] == expected and first.grounding_mean == expected and first.grounded == 0
+    assert all(o["grounding"] is None for o in outcomes if not o["verdict"]["valid"])
     assert len((out / valid[0]["plays"] / "episodes.jsonl").read_text().splitlines()) == 4
     broken_outcome = next(o for o in outcomes if o["verdict"]["rejection"] and "lend" in o["verdict"]["rejection"])
     assert "task.plan[1].tool" in broken_outcome["verdict"]["rejection"]
@@ -155,7 +166,7 @@ def test_a_valid_world_whose_code_fails_in_a_play_is_scored_invalid_and_not_trai
     assert completed.returncode == 0, completed.stderr[-3000:]
     (outcome,) = [DesignOutcome.model_validate_json(line) for line in (out / "designs.jsonl").read_text().splitlines()]
     assert outcome.verdict is not None and outcome.verdict["valid"]
-    assert outcome.verdict["gates"][-1]["detail"].endswith("over 3 seeds")  # every seed a play uses is checked
+    assert outcome.verdict["gates"][-2]["detail"].endswith("over 3 seeds")  # every seed a play uses is checked
     assert (
         outcome.broken is not None and outcome.broken.startswith("world_bug: ") and "AssertionError" in outcome.broken
     )

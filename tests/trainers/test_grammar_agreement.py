@@ -30,7 +30,7 @@ from engine.call_grammar import call_grammar
 from engine.gbnf import GrammarRules
 from engine.local_models import default_gguf
 from tests.llama_grammar import Agreement, LlamaCppGrammar
-from trainers.corpus import BuiltinSource
+from trainers.corpus import PythonDocsSource
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.stages import FIRST, TEXT, SpecStages, key_except, name_except, text_except
 
@@ -57,7 +57,7 @@ def agreement() -> Agreement:
 def corpus_texts() -> list[str]:
     """Spans of the built-in grounding corpus, half of them around its non-ASCII characters."""
     rng = random.Random(34)
-    documents = BuiltinSource().documents
+    documents = PythonDocsSource().documents
     spans = []
     for document in rng.sample(documents, 40):
         text = document.text

@@ -103,7 +103,7 @@ async def iterations(out: Path, url: str, ablation: str | None, remembered: Reme
     settings = DesignSettings(documents=1, generations=2, plays=2, smoke_seeds=2, designer=agent.model_copy(
         update={"max_turns": 1, "max_tokens_per_turn": 512}), agent=agent,
         memory_examples=0 if config.ablations.no_memory else 1)  # fmt: skip
-    corpus = Corpus(open_source("none" if config.ablations.no_corpus else "builtin"), max_tokens=200)
+    corpus = Corpus(open_source("none" if config.ablations.no_corpus else "python-docs"), max_tokens=200)
     async with SandboxPool() as sandbox, EndpointPool.open([url]) as endpoints:
         with WorldMemory.open(out / "memory.sqlite") as memory:
             if remembered is not None:

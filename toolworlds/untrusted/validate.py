@@ -1,4 +1,4 @@
-"""All the gates in order, failing closed: extract, repair, policy, sandbox load, sandbox smoke test.
+"""All the gates in order, failing closed: extract, repair, policy, sandbox load, sandbox smoke test, meaning.
 
 A model-written spec (`toolworlds.spec`) has gates of its own, `SPEC_GATES`: parse (JSON, the schema and
 the rules between parts), compile (trusted code builds the world and runs the reference plan) and the same
@@ -19,7 +19,15 @@ from typing import Any
 
 import anyio
 
-from toolworlds.checks import CheckResult, LocalDriver, WorldClass, WorldDriver, answer_leak_rate, check_driver
+from toolworlds.checks import (
+    CheckResult,
+    LocalDriver,
+    WorldClass,
+    WorldDriver,
+    answer_leak_rate,
+    check_driver,
+    task_meaning,
+)
 from toolworlds.play import EpisodeDriver
 from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
 from toolworlds.spec import SpecError, parse_spec
@@ -28,8 +36,8 @@ from toolworlds.untrusted.extract import ExtractionError, extract_source
 from toolworlds.untrusted.policy import check_policy
 from toolworlds.untrusted.repair import repair
 
-GATES = ("extract", "repair", "policy", "load", "smoke")
-SPEC_GATES = ("parse", "compile", "smoke")
+GATES = ("extract", "repair", "policy", "load", "smoke", "meaning")
+SPEC_GATES = ("parse", "compile", "smoke", "meaning")
 DEFAULT_SEEDS = range(8)
 
 
@@ -173,15 +181,18 @@ def _fenced_json(text: str) -> str:
 
 
 async def _smoke(verdict: Verdict, driver: WorldDriver, seeds: Sequence[int]) -> bool:
-    """The contract checks (`toolworlds.checks`) as the last gate, appended to `verdict`; whether they passed."""
+    """The contract checks (`toolworlds.checks`), then whether the task means something (`task_meaning`): the
+    last two gates, appended to `verdict`; whether both passed."""
     verdict.checks, evidence = await check_driver(driver, list(seeds))
     verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
     failed = [check for check in verdict.checks if not check.passed]
-    if failed:
+    if failed or evidence is None:
         verdict.gates.append(Gate("smoke", False, f"{failed[0].name}: {failed[0].detail}"))
-    else:
-        verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
-    return not failed
+        return False
+    verdict.gates.append(Gate("smoke", True, f"{len(verdict.checks)} checks over {len(seeds)} seeds"))
+    meaning, detail = task_meaning(evidence)
+    verdict.gates.append(Gate("meaning", meaning, detail))
+    return meaning
 
 
 def _first_few(problems: Sequence[object], shown: int = 3) -> str:

@@ -40,7 +40,9 @@ def design(
     smoke_seeds: Annotated[
         int, typer.Option(min=1, help="Seeds the contract checks play (at least --plays: every seed a play uses).")
     ] = 8,
-    corpus: Annotated[str, typer.Option(help="'builtin', a .jsonl/.parquet file, or a folder of text.")] = "builtin",
+    corpus: Annotated[
+        str, typer.Option(help="'tables', 'python-docs', a .jsonl/.parquet file, or a folder of text.")
+    ] = "tables",
     text_field: Annotated[str, typer.Option(help="Text column of a .jsonl/.parquet corpus.")] = "text",
     document_tokens: Annotated[int, typer.Option(min=32, help="Chunk budget of a grounding document.")] = 600,
     endpoint: Annotated[list[str], typer.Option(help="OpenAI base URL(s); none: serve the embedded model.")] = [],  # noqa: B006

@@ -30,11 +30,13 @@ from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure, RolloutPlan,
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from toolworlds.sandbox import SandboxPool
+from toolworlds.spec import Spec
 from toolworlds.untrusted.validate import Verdict, validate, validate_spec
 from trainers import journal
 from trainers.corpus import Corpus
 from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
 from trainers.designer.generate import DesignSample, sample_design
+from trainers.designer.grounding import GROUNDED_SHARE, grounding
 from trainers.designer.memory import RememberedWorld, StatusThresholds, WorldMemory, code_hash
 from trainers.designer.prompt import PROMPT_VERSION, DesignFormat, designer_messages, prompt_version
 from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
@@ -92,6 +94,9 @@ class DesignOutcome(BaseModel):
     broken: str | None = Field(
         default=None, description="How the world's own code failed in a play (it raised, hung or died): invalid."
     )
+    grounding: float | None = Field(
+        default=None, description="A valid spec world: the share of its names and values its document holds."
+    )
 
 
 class IterationMetrics(BaseModel):
@@ -116,6 +121,8 @@ class IterationMetrics(BaseModel):
     vendi_embedding: str = VENDI_EMBEDDING
     answer_leak_rate: float | None
     broken_in_play: int = Field(0, description="Valid worlds whose own code failed in a play (scored invalid).")
+    grounding_mean: float | None = Field(None, description="Mean grounding share of the valid spec worlds.")
+    grounded: int = Field(0, description="Valid spec worlds with at least half their names and values grounded.")
     seconds: dict[str, float]
     worlds_per_minute: float
     memory: dict[str, int]
@@ -136,7 +143,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     settings = run.settings
     rng = random.Random(f"{run.seed}/{iteration}")
     examples = run.memory.prompt_examples(settings.memory_examples)
-    samples = []
+    samples, documents = [], []
     for index in range(settings.documents):
         document = run.corpus.sample(rng)
         messages = designer_messages(document, examples, settings.format)
@@ -144,6 +151,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
             key = f"designer/{iteration}/{index}/{generation}"
             version = prompt_version(settings.format)
             samples.append(DesignSample(key=key, document=document.source, prompt_version=version, messages=messages))
+            documents.append(document.text)
     clock = {"generation": time.perf_counter()}
 
     limiter = anyio.CapacityLimiter(settings.concurrency)
@@ -177,8 +185,11 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
 
     started = time.perf_counter()
     outcomes = []
-    for sample, verdict in zip(samples, verdicts, strict=True):
-        outcomes.append(await _settle(run, iteration, sample, verdict))
+    for sample, verdict, text in zip(samples, verdicts, documents, strict=True):
+        outcome = await _settle(run, iteration, sample, verdict)
+        if outcome.world_hash is not None and outcome.broken is None and verdict and verdict.local is not None:
+            outcome.grounding = grounding(Spec.model_validate_json(verdict.source or ""), text).share
+        outcomes.append(outcome)
     clock["plays"] = time.perf_counter() - started
     metrics = _metrics(run, iteration, outcomes, verdicts, clock)
     journal.append(run.out / "designs.jsonl", outcomes)
@@ -281,6 +292,7 @@ def _metrics(
         if o.mean_plain is not None and o.mean_hinted is not None
     )
     total = sum(clock.values())
+    groundings = [outcome.grounding for outcome in outcomes if outcome.grounding is not None]
     return IterationMetrics(
         iteration=iteration,
         prompt_version=prompt_version(run.settings.format),
@@ -300,6 +312,8 @@ def _metrics(
         vendi=vendi_score([verdict.world.tools for verdict in valid if verdict.world is not None]),
         answer_leak_rate=statistics.fmean(leaks) if leaks else None,
         broken_in_play=sum(outcome.broken is not None for outcome in outcomes),
+        grounding_mean=statistics.fmean(groundings) if groundings else None,
+        grounded=sum(share >= GROUNDED_SHARE for share in groundings),
         seconds={name: round(value, 3) for name, value in clock.items()},
         worlds_per_minute=60 * len(outcomes) / total if total else 0.0,
         memory=run.memory.counts(),
@@ -311,6 +325,8 @@ def _rejection_kind(verdict: Verdict) -> str:
     failed = next(gate for gate in verdict.gates if not gate.passed)
     if failed.name == "smoke":
         return "smoke: " + failed.detail.split(":", 1)[0]
+    if failed.name == "meaning":  # `seed 3: not a sentence: ...`
+        return "meaning: " + failed.detail.split(": ")[1]
     return failed.name
 
 
