@@ -33,14 +33,18 @@ LOOKUP = [{"tool": "search", "arguments": {"title": "Beloved"}}]
     [
         ({"instruction": "{ ]["}, "meaning: seed 0: not a sentence: the instruction '{ ][' has 0 words"),
         ({"instruction": "type_21"}, "meaning: seed 0: not a sentence"),
-        ({"instruction": "Your pet has a petted."}, "meaning: seed 0: a value it never names: the plan's call to "
-                                                     "search types 'Dune'"),  # fmt: skip
+        (
+            {"instruction": "Your pet has a petted."},
+            "meaning: seed 0: a value it never names: the plan's call to search types 'Dune'",
+        ),
         ({"instruction": "Dune Dune Dune."}, "meaning: seed 0: nothing to do"),
         ({"hint": "]; {"}, "meaning: seed 0: a hint of no step"),
         ({"hint": "Several titles may match."}, "meaning: seed 0: a hint of no step"),
         # a question about a record the instruction never names (its title is only shown by the search)
-        ({"instruction": "Who is the author of it?", "hint": "Search first.", "plan": LOOKUP, **QUESTION},
-         "meaning: seed 0: a value it never names: the plan's call to search types 'Beloved'"),
+        (
+            {"instruction": "Who is the author of it?", "hint": "Search first.", "plan": LOOKUP, **QUESTION},
+            "meaning: seed 0: a value it never names: the plan's call to search types 'Beloved'",
+        ),
     ],
 )
 def test_a_task_that_means_nothing_is_rejected_by_name(task: dict[str, Any], rejection: str) -> None:

@@ -144,10 +144,12 @@ def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
         if key not in keys:
             keys.append(key)
     titles = [text(SPEC_BUDGET.value) for _ in range(4)]
-    instruction = text(SPEC_BUDGET.text)
-    hint = text(SPEC_BUDGET.text)
-    if hint.strip() == instruction.strip():
-        hint += "!"
+    def free(longest: int) -> str:  # text beside the quoted values, and a hint's: no single quote
+        return text(longest).replace("'", "’")
+
+    third = SPEC_BUDGET.text // 3  # the instruction names what the plan types, in quotes, in its order
+    instruction = f"Please borrow the book{free(third)} '{titles[1]}'{free(third)} '{keys[1]}'{free(third)}"
+    hint = "Use borrow" + free(SPEC_BUDGET.text)
     return [
         f'{{"spec_version": 1, "name": "library", "description": {j(text(SPEC_BUDGET.text))}, "tables": '
         '[{"name": "books", "fields": {"book_id": {"type": "string"}, ',

@@ -14,6 +14,7 @@ import json
 import random
 from typing import Any
 
+import anyio
 import pytest
 
 from engine.gbnf import GrammarRules
@@ -22,6 +23,7 @@ from engine.trajectory import SampledSpan
 from tests.grammar_walk import admits, random_reply
 from toolworlds.spec import SpecError, parse_spec
 from toolworlds.spec_compile import compile_spec
+from toolworlds.untrusted.validate import validate_spec
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.stages import SpecStages, key_except, name_except
@@ -48,7 +50,7 @@ LIBRARY_STAGES = [
     '"value": true, "transitions": [{"from": false, "to": true}]}]',
     ', "task": {"plan": [{"tool": "search", "arguments": {"title": "Dune"}}, ',
     '{"tool": "borrow", "arguments": {"book_id": "B2"}}]',
-    ', "instruction": "Borrow Dune for me."',
+    ", \"instruction\": \"Please borrow the book 'Dune' with id 'B2'.\"",
     ', "hint": "Search by title first.", "untouched": ["books/B3"]}}',
 ]
 
@@ -64,7 +66,7 @@ def walk(bytes_matcher: Any, rng: random.Random) -> tuple[str, SpecStages]:
 
 def test_random_walks_through_the_stages_never_break_what_the_grammars_hold(bytes_matcher: Any) -> None:
     rng = random.Random(7)
-    compiled = closed_early = 0
+    compiled = closed_early = meaningful = 0
     stage_counts = []
     for _ in range(40):
         text, stages = walk(bytes_matcher, rng)
@@ -83,9 +85,14 @@ def test_random_walks_through_the_stages_never_break_what_the_grammars_hold(byte
         assert len(spec.tables) <= SPEC_BUDGET.tables and len(spec.tools) <= SPEC_BUDGET.tools
         assert len(spec.task.plan) <= SPEC_BUDGET.plan
         assert all(len(table.records) <= SPEC_BUDGET.records for table in spec.tables)
+        verdict = anyio.run(lambda: validate_spec(text, seeds=range(1)))  # noqa: B023 (run at once)
+        meaning = next((gate for gate in verdict.gates if gate.name == "meaning"), None)
+        assert meaning is None or meaning.passed or "nothing to do" in meaning.detail, (meaning, text)
+        meaningful += meaning is not None and meaning.passed
     # What is left: a plan with no call to make (the written tools name no record left, no amount fits) closes
     # empty; an answer the question reads may be empty; a record asked about may be gone after the plan.
     assert compiled >= 30 and closed_early <= 4, (compiled, closed_early)
+    assert meaningful >= 0.6 * compiled, (meaningful, compiled)  # the rest failed an earlier contract check
     assert len(set(stage_counts)) > 2  # the walks took different paths
 
 
@@ -119,12 +126,17 @@ def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(b
         (10, '{"kind": "search", "name": "search", "description": "Again.", "table": "books", "field": "title"}]',
          False),  # a tool name used before
         (12, '{"tool": "search", "arguments": {"title": "Dune"}}]', True),  # read last: a change came before
-        (14, ', "hint": "Search.", "untouched": ["books/B2"]}}', False),  # the plan names B2
-        (14, ', "hint": "Borrow Dune for me."}}', False),  # the hint repeats the instruction
-        (14, ', "hint": "Borrow Dune for me.  "}}', False),  # the same once stripped, as the gates read it
-        (14, ', "hint": "Borrow Dune for me!"}}', True),
-        (13, ', "question": {"table": "books", "key": "B2", "field": "on_loan"}, "instruction": "Borrow Dune."',
-         True),  # a question may follow a change
+        (14, ', "hint": "Search by title.", "untouched": ["books/B2"]}}', False),  # the plan names B2
+        (14, ', "hint": "Please borrow the book \'Dune\' with id \'B2\'."}}', False),  # the instruction again
+        (14, ', "hint": "Search \'Dune\'."}}', False),  # a hint quotes no value
+        (14, ', "hint": "Dune is a book to search for."}}', False),  # a hint starts with a step
+        (14, ', "hint": "Use borrow after a search."}}', True),
+        (14, ', "hint": "Look up the title, then borrow."}}', True),
+        (13, ', "question": {"table": "books", "key": "B2", "field": "on_loan"}, "instruction": "Please borrow '
+             'the book \'Dune\' with id \'B2\'."', True),  # a question may follow a change
+        (13, ', "instruction": "Please borrow the book \'Dune\'."', False),  # B2, which the plan types, unnamed
+        (13, ', "instruction": "Borrow \'Dune\' with id \'B2\'."', False),  # no sentence's opening
+        (13, ', "instruction": "Please borrow the book \'B2\' named \'Dune\'."', False),  # in the plan's order
         (11, ', "task": {"plan": [{"tool": "borrow", "arguments": {"book_id": "B9"}}]', False),  # never written
         (11, ', "task": {"plan": [{"tool": "borrow", "arguments": {"book_id": "B3"}}]', False),  # on loan
         (12, '{"tool": "search", "arguments": {"title": ""}}]', False),  # an empty search is refused
@@ -150,7 +162,7 @@ def test_a_plan_that_changes_nothing_must_ask_a_question(bytes_matcher: Any) -> 
         stages.wrote(part)
     grammar = stages.grammar()
     assert grammar is not None and stages.stage == "brief"
-    brief = ', "instruction": "Who wrote Dune?"'
+    brief = ", \"instruction\": \"Tell me who wrote 'Dune' and 'B2'?\""
     assert not admits(bytes_matcher, grammar, brief)
     asked = ', "question": {"table": "books", "key": "B2", "field": "title"}' + brief
     assert admits(bytes_matcher, grammar, asked)

@@ -65,6 +65,9 @@ _TOOL = TypeAdapter[ToolDefinition](ToolDefinition)
 TEXT = CharSet.but('"\\' + CONTROL)  # what a JSON string holds unescaped
 FIRST = TEXT.without({" "})  # a text starts with a visible character (the format wants one)
 _TEXT_CHAR, _FIRST_CHAR = TEXT.gbnf(), FIRST.gbnf()
+UNQUOTED = TEXT.without({"'"})  # free text beside quoted values, and in a hint
+_UNQUOTED = UNQUOTED.gbnf()
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
 KEY, KEY_FIRST = TEXT.without({"/"}), FIRST.without({"/"})  # a key is written into `table/key` references
 NAME, NAME_FIRST = CharSet(only=string.ascii_lowercase + string.digits + "_"), CharSet(only=string.ascii_lowercase)
 _NUMBER = '"-"? ("0" | [1-9] [0-9]{0,9}) ("." [0-9]{1,4})?'
@@ -80,10 +83,12 @@ def _choice(options: list[str]) -> str:
     return "(" + " | ".join(options) + ")"
 
 
-def text_except(used: AbstractSet[str], first: CharSet, rest: CharSet, longest: int, rules: GrammarRules) -> str:
-    """A quoted text of a `first` then `rest` characters, at most `longest` of them, that is none of `used`:
-    a walk down the trie of the used texts, leaving it at any character no used text continues with, or
-    ending where no used text ends."""
+def text_except(
+    used: AbstractSet[str], first: CharSet, rest: CharSet, longest: int, rules: GrammarRules, quoted: bool = True
+) -> str:
+    """A text of a `first` then `rest` characters, at most `longest` of them, that is none of `used` (in
+    JSON quotes unless `quoted` is false): a walk down the trie of the used texts, leaving it at any character
+    no used text continues with, or ending where no used text ends."""
     tail = rest.gbnf()
 
     def node(prefix: str) -> str | None:
@@ -102,7 +107,8 @@ def text_except(used: AbstractSet[str], first: CharSet, rest: CharSet, longest: 
                 options.append(f"{free} {tail}{{0,{room}}}" if room > 0 else free)
         return rules.add(_choice(options)) if options else None
 
-    return f'"\\"" {node("")} "\\""'
+    text = node("") or '""'
+    return f'"\\"" {text} "\\""' if quoted else text
 
 
 def name_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_BUDGET.name) -> str:
@@ -422,30 +428,63 @@ class SpecStages:
 
     def _brief(self) -> str:
         """The question, about a record that exists after the plan (optional once the plan changed
-        something, required before); then the instruction, written knowing the plan."""
+        something, required before); then the instruction, written knowing the plan and naming what it
+        types and the record the question asks about (`_instruction`)."""
         rules, tables = GrammarRules(), self._written_tables()
         try:
             state = state_after_plan(self._partial_spec(tables, self.plan))
         except (SpecError, ValueError, TypeError):
             state = {}
-        questions = [
-            f'"{{\\"table\\": " {json_literal(t.name)} ", \\"key\\": " '
-            f"{_choice([json_literal(k) for k in state[t.name]])} "
-            f'", \\"field\\": " {_choice([json_literal(n) for n in t.fields])} "}}"'
+        typed, opening = self._typed_values(), rules.add('[A-Z] [a-z]{1,14} (" " [a-z]{2,14}){2,3}')
+        instruction = '", \\"instruction\\": "'
+        options = [
+            f'"{{\\"table\\": " {json_literal(t.name)} ", \\"key\\": " {json_literal(k)} '
+            f'", \\"field\\": " {_choice([json_literal(n) for n in t.fields if n != t.key])} "}}" '
+            f"{instruction} {self._instruction(list(dict.fromkeys([*typed, k])), opening)}"
             for t in tables
-            if state.get(t.name)
+            if len(t.fields) > 1  # the key itself is no question: the instruction names it
+            for k in state.get(t.name, {})
         ]
-        changed = self._plan_changes()
-        question = f'", \\"question\\": " {_choice(questions)}' if questions else '""'
-        if changed:
-            question = f"({question})?"
-        return rules.grammar(f'{question} ", \\"instruction\\": " {self._text()}')
+        asked = f'", \\"question\\": " {_choice(options)}' if options else None
+        told = f"{instruction} {self._instruction(typed, opening)}"
+        if asked is None or not self._plan_changes():  # reads alone must ask (the `_call` grammar saw to it)
+            return rules.grammar(asked or told)
+        return rules.grammar(_choice([asked, told]))
+
+    def _typed_values(self) -> list[str]:
+        """What the plan types, as the instruction must name it (`toolworlds.checks.task_meaning`): every
+        text and number of its calls' arguments, as JSON writes them, in plan order (flags are verbs)."""
+        values = [
+            value if isinstance(value, str) else json.dumps(value)
+            for call in self.plan
+            for value in (call.get("arguments") or {}).values()
+            if not isinstance(value, bool) and isinstance(value, str | int | float) and str(value).strip()
+        ]
+        return list(dict.fromkeys(values))
+
+    def _instruction(self, values: list[str], opening: str) -> str:
+        """A quoted instruction that names `values`, each in single quotes, in order: a sentence's opening
+        (`opening`: a capitalised word and two or three lowercase ones), then the values with free text between them and
+        after. Trusted code fixes that the values are named; the model chooses every word around them."""
+        budget = self.budget.text
+        free = f"{_UNQUOTED}{{0,{budget // 3}}}"
+        quoted = [literal(json.dumps(value, ensure_ascii=False)[1:-1]) for value in values]  # as JSON holds them
+        named = " ".join(f'{free} " \'" {value} "\'"' for value in quoted)
+        return f'"\\"" {opening} {named} {free} "\\""'
 
     def _hint(self) -> str:
-        """The hint, other than the instruction (the gates refuse a copy); optional untouched records, among
-        those no planned call names; then the spec closes."""
+        """The hint, a step: how to start (use or call a written tool, or a first step), then free text with
+        no single quote, so never a copy of the instruction (which quotes what it names) and never a quoted
+        value; optional untouched records, among those no planned call names; then the spec closes."""
         rules, tables = GrammarRules(), self._written_tables()
-        hint = text_except(self._copies_of_instruction(), FIRST, TEXT, self.budget.text, rules)
+        tools = [str(tool.get("name")) for tool in self.tools if _IDENTIFIER.fullmatch(str(tool.get("name")))]
+        copies = set() if "'" in self.instruction else self._copies_of_instruction()  # nothing quoted: one may copy
+        steps = []
+        for opener in [f"Use {name}" for name in tools] + ["First ", "Search ", "Look up "]:
+            taken = {copy[len(opener) :] for copy in copies if copy.startswith(opener)}
+            rest = text_except(taken, UNQUOTED, UNQUOTED, self.budget.text, rules, quoted=False)
+            steps.append(f"{literal(opener)} {rest if taken else f'{_UNQUOTED}{{0,{self.budget.text}}}'}")
+        hint = f'"\\"" {_choice(steps)} "\\""'
         named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}
         refs = [json_literal(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
         untouched = f'(", \\"untouched\\": [" {_repeat(_choice(refs), self.budget.untouched)} "]")?' if refs else '""'
