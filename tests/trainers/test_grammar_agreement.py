@@ -144,6 +144,7 @@ def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
         if key not in keys:
             keys.append(key)
     titles = [text(SPEC_BUDGET.value) for _ in range(4)]
+
     def free(longest: int) -> str:  # text beside the quoted values, and a hint's: no single quote
         return text(longest).replace("'", "’")
 
