@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
+from trainers.designer.regret import RewardMode, WinRate
 from trainers.suite import SuiteName
 
 
@@ -82,9 +83,10 @@ class DesignerConfig(_Section):
         "tables", description="Grounding documents: tables (reference data), python-docs, a file, a folder or hf:NAME."
     )
     document_tokens: int = Field(400, ge=32)
-    reward: Literal["regret", "blend"] = "regret"
+    reward: RewardMode = Field("regret", description="regret, blend or band (trainers/designer/regret.py).")
     plateau: tuple[float, float] = (0.4, 0.6)
     plateau_weight: float = Field(0.5, ge=0.0, description="blend: reward inside the plateau.")
+    win: WinRate = Field("success", description="blend, band: the unaided win rate is plays solved or mean credit.")
     invalid_penalty: float = Field(-1.0, le=0.0, description="Reward of an invalid world: never above a valid one's.")
     smoke_seeds: int = Field(3, ge=1, description="Seeds the contract checks play (at least the seeds the plays use).")
 

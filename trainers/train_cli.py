@@ -236,6 +236,7 @@ async def _run(
             mode=config.designer.reward,
             plateau=config.designer.plateau,
             plateau_weight=config.designer.plateau_weight,
+            win=config.designer.win,
             invalid_penalty=config.designer.invalid_penalty,
         ),
         memory_examples=0 if config.ablations.no_memory else 1,

@@ -43,3 +43,21 @@ def test_invalid_worlds_get_the_penalty_and_unjudgeable_ones_are_masked() -> Non
 def test_a_bad_plateau_is_refused() -> None:
     with pytest.raises(ValueError, match="plateau"):
         RewardSettings(plateau=(0.7, 0.3))
+
+
+def test_band_is_the_official_spade_reward_on_the_unaided_win_rate_and_regret() -> None:
+    """0.6 x a flat-top band on the unaided win rate ([0.4, 0.6], linear to 0 at 0 and 1) + 0.4 x regret
+    floored at 0 over 0.15, capped at 1; hand-computed."""
+    band = RewardSettings(mode="band")
+    frontier = regret_of(plays([1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0]))  # win rate 0.5, regret 0.25
+    assert designer_reward(frontier, band) == pytest.approx(0.6 * 1.0 + 0.4 * 1.0)
+    hard = regret_of(plays([1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]))  # win rate 0.25, regret 0
+    assert designer_reward(hard, band) == pytest.approx(0.6 * 0.25 / 0.4)
+    easy = regret_of(plays([1.0, 1.0, 1.0, 0.5], [1.0, 1.0, 1.0, 1.0]))  # solved 0.75, credit 0.875; regret 0.125
+    assert designer_reward(easy, band) == pytest.approx(0.6 * 0.25 / 0.4 + 0.4 * 0.125 / 0.15)
+    credit = RewardSettings(mode="band", win="credit")  # the same world by partial credit: farther from the top
+    assert designer_reward(easy, credit) == pytest.approx(0.6 * 0.125 / 0.4 + 0.4 * 0.125 / 0.15)
+    never = regret_of(plays([0.0] * 4, [0.0] * 4))
+    assert designer_reward(never, band) == 0.0
+    partial = regret_of(plays([0.5] * 4, [0.5] * 4))  # never solved, half the credit every time
+    assert designer_reward(partial, band) == 0.0 and designer_reward(partial, credit) == pytest.approx(0.6)

@@ -26,7 +26,7 @@ from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics, completed_iterations, run_iteration
 from trainers.designer.memory import StatusThresholds, WorldMemory
 from trainers.designer.prompt import DesignFormat
-from trainers.designer.regret import RewardSettings
+from trainers.designer.regret import RewardMode, RewardSettings, WinRate
 
 log = structlog.get_logger()
 
@@ -61,9 +61,10 @@ def design(
     temperature: Annotated[float, typer.Option(min=0.0, help="Designer sampling temperature.")] = 0.8,
     agent_turns: Annotated[int, typer.Option(min=1, help="Most turns per agent play.")] = 8,
     agent_tokens: Annotated[int, typer.Option(min=16, help="Most tokens per agent turn.")] = 256,
-    reward: Annotated[Literal["regret", "blend"], typer.Option(help="How the designer is paid.")] = "regret",
-    plateau: Annotated[tuple[float, float], typer.Option(help="blend: the solve-rate plateau.")] = (0.4, 0.6),
+    reward: Annotated[RewardMode, typer.Option(help="How the designer is paid: regret, blend or band.")] = "regret",
+    plateau: Annotated[tuple[float, float], typer.Option(help="blend, band: the win-rate plateau.")] = (0.4, 0.6),
     plateau_weight: Annotated[float, typer.Option(min=0.0, help="blend: reward inside the plateau.")] = 0.5,
+    win: Annotated[WinRate, typer.Option(help="blend, band: win rate as plays solved or mean credit.")] = "success",
     invalid_penalty: Annotated[
         float, typer.Option(max=0.0, help="Reward of an invalid world (at most 0: never above a valid one's).")
     ] = -1.0,
@@ -79,7 +80,7 @@ def design(
     and record regret, the designer's reward, the environment memory and per-iteration metrics."""
     try:
         grounding = Corpus(open_source(corpus, text_field), max_tokens=document_tokens)
-        rewards = RewardSettings(mode=reward, plateau=plateau, plateau_weight=plateau_weight,
+        rewards = RewardSettings(mode=reward, plateau=plateau, plateau_weight=plateau_weight, win=win,
                                  invalid_penalty=invalid_penalty)  # fmt: skip
     except (CorpusError, ValueError) as error:
         raise typer.BadParameter(str(error)) from None

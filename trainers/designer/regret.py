@@ -4,6 +4,11 @@ A world is played K times without its privileged hint and K times with it. Regre
 the hint minus the mean without: large when the task is solvable (the hint shows the way) but not yet
 solved unaided, which is the frontier the designer should aim at. Plays that failed for infrastructure
 reasons (the endpoint, the sandbox) say nothing about the world: they are masked, never scored as 0.
+
+Three rewards: `regret` (floored at 0); `blend`, regret plus a fixed weight when the unaided win rate is in
+a plateau; `band`, the official SPADE tool-use reward, 0.6 x a flat-top band on the unaided win rate (1 in
+the plateau, falling linearly to 0 at 0 and at 1) + 0.4 x regret floored at 0 over 0.15, capped at 1. The
+win rate is the share of unaided plays solved (`success`) or their mean partial credit (`credit`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-RewardMode = Literal["regret", "blend"]
+RewardMode = Literal["regret", "blend", "band"]
+WinRate = Literal["success", "credit"]
+BAND_WEIGHT, REGRET_SCALE = 0.6, 0.15  # the official SPADE tool-use designer reward
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,10 @@ class Regret:
     def solve_rate_plain(self) -> float:
         return sum(score >= self.solve_threshold for score in self.plain) / len(self.plain) if self.plain else 0.0
 
+    def win_rate(self, kind: WinRate) -> float:
+        """The agent's unaided win rate: the share of plays solved, or their mean partial credit."""
+        return self.solve_rate_plain if kind == "success" else self.mean_plain
+
 
 def regret_of(plays: Iterable[Play], solve_threshold: float = 1.0) -> Regret:
     plays = list(plays)
@@ -61,11 +72,12 @@ def regret_of(plays: Iterable[Play], solve_threshold: float = 1.0) -> Regret:
 
 @dataclass(frozen=True)
 class RewardSettings:
-    """How the designer is paid. `blend` adds `plateau_weight` when the unaided solve rate is in the plateau."""
+    """How the designer is paid (the module's docstring): `plateau` is blend's plateau and band's flat top."""
 
     mode: RewardMode = "regret"
     plateau: tuple[float, float] = (0.4, 0.6)
     plateau_weight: float = 0.5
+    win: WinRate = "success"
     invalid_penalty: float = -1.0
     min_plays: int = 2  # per side; fewer unmasked plays than this and the world's reward is masked too
 
@@ -81,8 +93,20 @@ def designer_reward(regret: Regret | None, settings: RewardSettings) -> float | 
         return settings.invalid_penalty
     if min(len(regret.plain), len(regret.hinted)) < settings.min_plays:
         return None  # too many infrastructure failures to judge: leave it out of the group
+    low, high = settings.plateau
+    win = regret.win_rate(settings.win)
+    if settings.mode == "band":
+        return BAND_WEIGHT * band(win, low, high) + (1 - BAND_WEIGHT) * min(1.0, max(0.0, regret.value) / REGRET_SCALE)
     reward = max(0.0, regret.value)
     if settings.mode == "blend":
-        low, high = settings.plateau
-        reward += settings.plateau_weight * (low <= regret.solve_rate_plain <= high)
+        reward += settings.plateau_weight * (low <= win <= high)
     return reward
+
+
+def band(rate: float, low: float, high: float) -> float:
+    """A flat-top band: 1 for a rate in [low, high], falling linearly to 0 at 0 and at 1."""
+    if rate < low:
+        return rate / low
+    if rate > high:
+        return (1.0 - rate) / (1.0 - high)
+    return 1.0
