@@ -21,18 +21,12 @@ from collections import Counter
 from pathlib import Path
 
 from trainers.designer.grounding import GROUNDED_SHARE
-from trainers.designer.loop import DesignOutcome, read_designs, read_metrics
+from trainers.designer.loop import read_designs, read_metrics
+from trainers.designer.measures import at_frontier, played
 
 DESIGN = ["--designer-format", "spec", "--designer-mode", "tokens", "--designer-tokens", "768", "--temperature",
           "0.7", "--agent-mode", "constrained", "--agent-turns", "4", "--agent-tokens", "64",
           "--document-tokens", "400"]  # fmt: skip
-
-
-def frontier(outcome: DesignOutcome) -> bool:
-    """Unaided mean strictly between 0 and 1, or a hint that helps: a world at the agent's frontier."""
-    if outcome.mean_plain is None:
-        return False
-    return 0.0 < outcome.mean_plain < 1.0 or (outcome.regret is not None and outcome.regret > 0)
 
 
 def summary(out: Path) -> dict[str, str]:
@@ -42,22 +36,22 @@ def summary(out: Path) -> dict[str, str]:
     for m in metrics:
         rejections.update(m.rejections)
     meaning = {kind: n for kind, n in rejections.items() if kind.startswith("meaning")}
-    played = [d for d in designs if d.mean_plain is not None and d.broken is None]
+    scored = played(designs)
     groundings = [d.grounding for d in designs if d.grounding is not None]
-    regrets = [d.regret for d in played if d.regret is not None]
+    regrets = [d.regret for d in scored if d.regret is not None]
     vendi = [f"{m.vendi:.2f}" for m in metrics]
     meaning_kinds = ", ".join(f"{kind.removeprefix('meaning: ')} {n}" for kind, n in meaning.items())
     other = [f"{kind} {n}" for kind, n in rejections.most_common() if not kind.startswith("meaning")]
     return {
-        "valid": f"{len(played)} of {replies}",
+        "valid": f"{len(scored)} of {replies}",
         "failed only the meaning gate": f"{sum(meaning.values())} ({meaning_kinds or 'none'})",
         "other rejections": ", ".join(other[:4]) or "-",
         "Vendi per iteration": " ".join(vendi),
         "grounding, mean": f"{statistics.fmean(groundings):.2f}" if groundings else "-",
         f"grounded (>= {GROUNDED_SHARE:.0%})": f"{sum(g >= GROUNDED_SHARE for g in groundings)} of {len(groundings)}",
         "regret, mean": f"{statistics.fmean(regrets):+.3f}" if regrets else "-",
-        "frontier": f"{sum(map(frontier, played))} of {len(played)}",
-        "unaided means": " ".join(f"{d.mean_plain:.2f}" for d in played) or "-",
+        "frontier": f"{sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in scored)} of {len(scored)}",
+        "unaided means": " ".join(f"{d.mean_plain:.2f}" for d in scored) or "-",
     }  # fmt: skip
 
 

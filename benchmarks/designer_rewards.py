@@ -20,6 +20,7 @@ from pathlib import Path
 
 from engine.store import read_records
 from trainers.designer.loop import DesignOutcome, read_designs
+from trainers.designer.measures import at_frontier, group_of
 from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
 
 REWARDS = {
@@ -39,10 +40,6 @@ def world_regret(out: Path, outcome: DesignOutcome) -> Regret | None:
     return regret_of(Play(r.key.hinted, None if r.status == "infra_error" else r.reward) for r in records)
 
 
-def at_frontier(regret: Regret) -> bool:
-    return 0.0 < regret.mean_plain < 1.0 or regret.value > 0
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", type=Path, nargs="+")
@@ -52,11 +49,11 @@ def main() -> None:
         for outcome in read_designs(out):
             if outcome.verdict is None:  # no reply: the endpoint failed
                 continue
-            group = f"{out}/{outcome.sample.key.rsplit('/', 1)[0]}"
+            group = f"{out}/{group_of(outcome)}"
             groups[group].append(world_regret(out, outcome))
     valid = [regret for members in groups.values() for regret in members if regret is not None]
     print(f"{len(groups)} groups, {sum(map(len, groups.values()))} designs, {len(valid)} valid, "
-          f"{sum(map(at_frontier, valid))} at the frontier; plays per side: "
+          f"{sum(at_frontier(r.mean_plain, r.value) for r in valid)} at the frontier; plays per side: "
           f"{sorted({len(r.plain) for r in valid})}\n")  # fmt: skip
     print("| reward | groups with spread among valid | groups with any spread | mean at frontier | "
           "mean elsewhere | valid paid > 0 |")  # fmt: skip
@@ -68,8 +65,8 @@ def main() -> None:
             valid_paid = {round(r, 9) for r, m in zip(paid, members, strict=True) if m is not None and r is not None}
             spread_valid += len(valid_paid) > 1
             spread_any += len({round(r, 9) for r in paid if r is not None}) > 1
-        frontier = [designer_reward(r, settings) or 0.0 for r in valid if at_frontier(r)]
-        elsewhere = [designer_reward(r, settings) or 0.0 for r in valid if not at_frontier(r)]
+        frontier = [designer_reward(r, settings) or 0.0 for r in valid if at_frontier(r.mean_plain, r.value)]
+        elsewhere = [designer_reward(r, settings) or 0.0 for r in valid if not at_frontier(r.mean_plain, r.value)]
         paid_any = sum((designer_reward(r, settings) or 0.0) > 0 for r in valid)
         means = [f"{statistics.fmean(part):.3f}" if part else "-" for part in (frontier, elsewhere)]
         print(f"| {name} | {spread_valid} of {len(groups)} | {spread_any} of {len(groups)} | {means[0]} | "

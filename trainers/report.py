@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.designer.loop import DesignOutcome, IterationMetrics, read_designs, read_metrics, world_file
+from trainers.designer.measures import designer_summary
 from trainers.journal import JournalError
 from trainers.run_state import TRAINER_DIR
 from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
@@ -300,6 +301,7 @@ def summary_json(record: RunRecord) -> dict[str, Any]:
     summary["minutes"] = round(max(elapsed) / 60, 2) if elapsed else None
     memory = [h.peak_rss_gb for h in record.held_out if h.peak_rss_gb is not None]
     summary["peak_rss_gb"] = max(memory) if memory else None
+    summary["designer"] = designer_summary(record.designs)
     return summary
 
 
@@ -336,6 +338,17 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
         kinds = [cells[2] for cells in designed_worlds(record)]
         written = ", ".join(f"{kinds.count(kind)} {kind}" for kind in sorted(set(kinds))) or "none"
         rows.append(("valid worlds written", written))
+    if record.designs:
+        designer = headline["designer"]
+        regret = "-"
+        if designer["regret_ci95"] is not None:
+            low, high = designer["regret_ci95"]
+            regret = f"{designer['regret_mean']:+.3f} [{low:+.3f}, {high:+.3f}]"
+        rows.append(("valid worlds at the frontier; mean regret (95% CI)",
+                     f"{designer['frontier']} of {designer['valid']}; {regret}"))  # fmt: skip
+        rows.append(("designer groups with reward spread among valid designs",
+                     f"{designer['groups_with_valid_spread']} of {designer['groups']}"))  # fmt: skip
+        rows.append(("valid worlds grounded in their document", f"{designer['grounded']} of {designer['valid']}"))
     split = stage_seconds(record)
     totals = {stage: sum(seconds.get(stage, 0.0) for seconds in split.values()) for stage in STAGES}
     whole = sum(totals.values())

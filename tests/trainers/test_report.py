@@ -65,3 +65,35 @@ def test_summary_json_states_before_after_and_the_paired_lift(tmp_path: Path) ->
     assert summary_file["minutes"] == 10.0 and summary_file["peak_rss_gb"] == 4.25
     rows = dict(summary(read_run(tmp_path)))
     assert rows["lift in success (95% CI, paired over tasks)"] == "+33.3% [+0.0%, +100.0%]"
+
+
+def design_line(key: str, valid: bool, plain: float | None = None, regret: float | None = None,
+                reward: float = -1.0, grounding: float | None = None) -> str:  # fmt: skip
+    sample = {"key": key, "document": "tables:x", "prompt_version": "designer-spec-v4", "messages": [], "reply": "{}"}
+    line = {"iteration": int(key.split("/")[1]), "sample": sample, "verdict": {"valid": valid}, "reward": reward,
+            "mean_plain": plain, "mean_hinted": None if plain is None else plain + (regret or 0.0),
+            "regret": regret, "grounding": grounding}  # fmt: skip
+    return json.dumps(line)
+
+
+def test_summary_json_states_the_designers_frontier_spread_and_grounding(tmp_path: Path) -> None:
+    """Worlds whose answers are known: two groups of three designs, four valid worlds."""
+    (tmp_path / "config.json").write_text(load_config("cpu-tiny").model_dump_json())
+    designs = [
+        design_line("designer/0/0/0", True, plain=0.0, regret=0.0, reward=0.0, grounding=0.8),  # too hard
+        design_line("designer/0/0/1", True, plain=0.5, regret=0.25, reward=0.25, grounding=0.2),  # frontier
+        design_line("designer/0/0/2", False),
+        design_line("designer/0/1/0", True, plain=1.0, regret=0.0, reward=0.0, grounding=0.6),  # too easy
+        design_line("designer/0/1/1", True, plain=0.0, regret=0.0, reward=0.0, grounding=0.5),  # too hard
+        design_line("designer/0/1/2", False),
+    ]
+    (tmp_path / "designs.jsonl").write_text("\n".join(designs) + "\n")
+    designer = json.loads((write_report(read_run(tmp_path)).parent / "summary.json").read_text())["designer"]
+    assert designer["replies"] == 6 and designer["valid"] == 4 and designer["frontier"] == 1
+    assert designer["groups"] == 2 and designer["groups_with_valid_spread"] == 1  # group 1 pays its valid all 0.0
+    assert designer["regret_mean"] == 0.0625 and designer["regret_ci95"][0] == 0.0
+    assert designer["grounded"] == 3 and designer["grounding_mean"] == round(2.1 / 4, 4)
+    rows = dict(summary(read_run(tmp_path)))
+    assert rows["valid worlds at the frontier; mean regret (95% CI)"].startswith("1 of 4; +0.062 [+0.000, ")
+    assert rows["designer groups with reward spread among valid designs"] == "1 of 2"
+    assert rows["valid worlds grounded in their document"] == "3 of 4"
