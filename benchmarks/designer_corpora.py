@@ -14,13 +14,18 @@ A finished corpus run is read back, not run again, so a killed comparison resume
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from trainers.designer.grounding import GROUNDED_SHARE
+from toolworlds.spec import SpecError, parse_spec
+from trainers.corpus import Corpus, open_source
+from trainers.designer.diversity import vendi_score
+from trainers.designer.grounding import GROUNDED_SHARE, grounding
 from trainers.designer.loop import read_designs, read_metrics
 from trainers.designer.measures import at_frontier, played
 
@@ -29,8 +34,30 @@ DESIGN = ["--designer-format", "spec", "--designer-mode", "tokens", "--designer-
           "--document-tokens", "400"]  # fmt: skip
 
 
-def summary(out: Path) -> dict[str, str]:
+def parsed_specs(out: Path, corpus: str, seed: int, documents: int) -> tuple[list[float], float]:
+    """The grounding of every design whose spec parses, valid or not, against the document it was asked for
+    (the iteration's draws replayed: `run_iteration` draws from `Random(f"{seed}/{iteration}")`), and the
+    Vendi score of their tool names and descriptions."""
+    source = Corpus(open_source(corpus), max_tokens=400)
+    shares: list[float] = []
+    tools: list[list[dict[str, Any]]] = []
+    for design in read_designs(out):
+        iteration, index = (int(part) for part in design.sample.key.split("/")[1:3])
+        rng = random.Random(f"{seed}/{iteration}")
+        document = [source.sample(rng) for _ in range(documents)][index]
+        assert document.source == design.sample.document, (document.source, design.sample.document)
+        try:
+            spec = parse_spec(design.sample.reply or "")
+        except SpecError:
+            continue
+        shares.append(grounding(spec, document.text).share)
+        tools.append([{"name": tool.name, "description": tool.description} for tool in spec.tools])
+    return shares, vendi_score(tools)
+
+
+def summary(out: Path, corpus: str, seed: int, documents: int) -> dict[str, str]:
     metrics, designs = read_metrics(out), read_designs(out)
+    everything, parsed_vendi = parsed_specs(out, corpus, seed, documents)
     replies = sum(m.replies for m in metrics)
     rejections: Counter[str] = Counter()
     for m in metrics:
@@ -47,7 +74,9 @@ def summary(out: Path) -> dict[str, str]:
         "failed only the meaning gate": f"{sum(meaning.values())} ({meaning_kinds or 'none'})",
         "other rejections": ", ".join(other[:4]) or "-",
         "Vendi per iteration": " ".join(vendi),
-        "grounding, mean": f"{statistics.fmean(groundings):.2f}" if groundings else "-",
+        "every parsed spec: grounding mean; grounded; Vendi": f"{statistics.fmean(everything):.2f}; "
+        f"{sum(g >= GROUNDED_SHARE for g in everything)} of {len(everything)}; {parsed_vendi:.2f}",
+        "grounding of valid worlds, mean": f"{statistics.fmean(groundings):.2f}" if groundings else "-",
         f"grounded (>= {GROUNDED_SHARE:.0%})": f"{sum(g >= GROUNDED_SHARE for g in groundings)} of {len(groundings)}",
         "regret, mean": f"{statistics.fmean(regrets):+.3f}" if regrets else "-",
         "frontier": f"{sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in scored)} of {len(scored)}",
@@ -74,7 +103,7 @@ def main() -> None:
                    str(args.generations), "--plays", str(args.plays), "--seed", str(args.seed)]  # fmt: skip
         print(f"designing on {corpus}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True)
-    summaries = {corpus: summary(args.out / corpus) for corpus in args.corpora}
+    summaries = {corpus: summary(args.out / corpus, corpus, args.seed, args.documents) for corpus in args.corpora}
     rows = list(next(iter(summaries.values())))
     print(f"\n| seed {args.seed} | " + " | ".join(args.corpora) + " |")
     print("|---|" + "---|" * len(args.corpora))

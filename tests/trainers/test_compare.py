@@ -70,7 +70,7 @@ def record_arm(run: Path, arm: str, before: list[float], after: list[float], reg
     digest = code_hash(SPEC)
     (run / "worlds").mkdir()
     (run / "worlds" / f"{digest[:16]}.json").write_text(SPEC)
-    sample = DesignSample(key="designer/0", document="builtin/0", prompt_version="designer-spec-v4", messages=[])
+    sample = DesignSample(key="designer/0", document="builtin/0", prompt_version="designer-spec-v5", messages=[])
     journal.append(run / "designs.jsonl", [
         DesignOutcome(iteration=0, sample=sample, verdict={"valid": True, "world": "library"}, world_hash=digest,
                       mean_plain=0.25, mean_hinted=0.75, regret=0.5, reward=0.5),

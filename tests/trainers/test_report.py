@@ -69,7 +69,7 @@ def test_summary_json_states_before_after_and_the_paired_lift(tmp_path: Path) ->
 
 def design_line(key: str, valid: bool, plain: float | None = None, regret: float | None = None,
                 reward: float = -1.0, grounding: float | None = None) -> str:  # fmt: skip
-    sample = {"key": key, "document": "tables:x", "prompt_version": "designer-spec-v4", "messages": [], "reply": "{}"}
+    sample = {"key": key, "document": "tables:x", "prompt_version": "designer-spec-v5", "messages": [], "reply": "{}"}
     line = {"iteration": int(key.split("/")[1]), "sample": sample, "verdict": {"valid": valid}, "reward": reward,
             "mean_plain": plain, "mean_hinted": None if plain is None else plain + (regret or 0.0),
             "regret": regret, "grounding": grounding}  # fmt: skip

@@ -18,7 +18,7 @@ from trainers.designer.memory import RememberedWorld
 
 DesignFormat = Literal["python", "spec"]
 PROMPT_VERSION = "designer-v2"  # v2: the docstring is written for the agent
-SPEC_PROMPT_VERSION = "designer-spec-v4"  # v3: written in stages, no example to copy; v4: the plan first
+SPEC_PROMPT_VERSION = "designer-spec-v5"  # v3: stages, no example; v4: the plan first; v5: values named
 
 
 SYSTEM = (
@@ -84,9 +84,10 @@ You write a toolworld as one JSON spec, in this order:
    keeping the source at or above `minimum`);
 4. the `task`, plan first: the `plan` is the reference solution as tool calls, and must succeed; every
    change it makes is a goal; a `question` names the record field whose value is the answer; then the
-   `instruction`, all the agent sees: say what to do, naming records the way a person would (a title, a
-   name); the `hint` says which tools to use in which order, without ids, amounts or the answer;
-   `untouched` lists records that must not change.
+   `instruction`, all the agent sees: a sentence that says what to do and names, in single quotes, each
+   value the plan types and the record the question asks about ("Please borrow the book 'Dune' with id
+   'B2'."); the `hint` starts with a step or "Use <tool>" and says which tools to use in which order,
+   without ids, amounts or the answer; `untouched` lists records that must not change.
 """ + _limits(SPEC_BUDGET)
 
 SPEC_REQUEST = """Write one new toolworld spec grounded in the document below: its tables, tools and task should
