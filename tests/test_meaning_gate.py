@@ -39,6 +39,16 @@ LOOKUP = [{"tool": "search", "arguments": {"title": "Beloved"}}]
         ),
         ({"instruction": "Dune Dune Dune."}, "meaning: seed 0: nothing to do"),
         ({"hint": "]; {"}, "meaning: seed 0: a hint of no step"),
+        (
+            {
+                "instruction": "Please search for '][' now.",
+                "plan": [
+                    {"tool": "search", "arguments": {"title": "]["}},
+                    {"tool": "borrow", "arguments": {"book_id": "B2"}},
+                ],
+            },
+            "meaning: seed 0: punctuation for a name",
+        ),
         ({"hint": "Several titles may match."}, "meaning: seed 0: a hint of no step"),
         # a question about a record the instruction never names (its title is only shown by the search)
         (

@@ -372,6 +372,8 @@ def _instruction_problem(instruction: str, plan: list[ToolCall | Finish], observ
             shown = {value for _, value in _json_items(before) if isinstance(value, str)}
             for value in _touched_values(action, shown):
                 touched.append(value)
+                if not any(c.isalnum() for c in value):
+                    return f"punctuation for a name: the plan's call to {action.name} types {value!r}"
                 if not _named(value, instruction, objects):
                     return f"a value it never names: the plan's call to {action.name} types {value!r}"
         elif action.answer and not _names_holder(instruction, action.answer, objects):

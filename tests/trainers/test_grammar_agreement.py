@@ -141,6 +141,7 @@ def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
     keys: list[str] = []
     while len(keys) < 4:
         key = text(SPEC_BUDGET.value).replace("/", "·")
+        key = key if key[0] not in string.punctuation else "K" + key[: SPEC_BUDGET.value - 1]  # names start so
         if key not in keys:
             keys.append(key)
     titles = [text(SPEC_BUDGET.value) for _ in range(4)]

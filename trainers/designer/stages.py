@@ -68,7 +68,9 @@ _TEXT_CHAR, _FIRST_CHAR = TEXT.gbnf(), FIRST.gbnf()
 UNQUOTED = TEXT.without({"'"})  # free text beside quoted values, and in a hint
 _UNQUOTED = UNQUOTED.gbnf()
 _IDENTIFIER = re.compile(r"[a-z][a-z0-9_]*")
-KEY, KEY_FIRST = TEXT.without({"/"}), FIRST.without({"/"})  # a key is written into `table/key` references
+# A key is written into `table/key` references (no '/'), and names a record: it starts with a letter or a
+# digit (`][` passed every gate as a record's name).
+KEY, KEY_FIRST = TEXT.without({"/"}), FIRST.without(set(string.punctuation))
 NAME, NAME_FIRST = CharSet(only=string.ascii_lowercase + string.digits + "_"), CharSet(only=string.ascii_lowercase)
 _NUMBER = '"-"? ("0" | [1-9] [0-9]{0,9}) ("." [0-9]{1,4})?'
 _SCALARS = {"integer": '"-"? ("0" | [1-9] [0-9]{0,9})', "number": _NUMBER, "boolean": '("true" | "false")'}
@@ -453,9 +455,9 @@ class SpecStages:
 
     def _typed_values(self) -> list[str]:
         """What the plan types, as the instruction must name it (`toolworlds.checks.task_meaning`): every
-        text and number of its calls' arguments, as JSON writes them, in plan order (flags are verbs)."""
+        text and number of its calls' arguments (a whole number without its `.0`), in plan order (flags are verbs)."""
         values = [
-            value if isinstance(value, str) else json.dumps(value)
+            value if isinstance(value, str) else str(int(value) if float(value).is_integer() else value)
             for call in self.plan
             for value in (call.get("arguments") or {}).values()
             if not isinstance(value, bool) and isinstance(value, str | int | float) and str(value).strip()
