@@ -116,6 +116,10 @@ resume run *flags="": model
 bench-corpora out="runs/corpora" *flags="": model
     python benchmarks/designer_corpora.py --out {{out}} {{flags}}
 
+# Every designer reward on the same recorded plays of finished design runs: `just bench-rewards runs/corpora/tables`.
+bench-rewards +runs:
+    python benchmarks/designer_rewards.py {{runs}}
+
 # Designer iterations with the embedded model: write worlds, validate, play with and without the hint, regret.
 design out="runs/design" *flags="": model
     spadework design --out {{out}} {{flags}}
