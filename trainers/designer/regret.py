@@ -6,8 +6,9 @@ solved unaided, which is the frontier the designer should aim at. Plays that fai
 reasons (the endpoint, the sandbox) say nothing about the world: they are masked, never scored as 0.
 
 Three rewards: `regret` (floored at 0); `blend`, regret plus a fixed weight when the unaided win rate is in
-a plateau; `band`, the official SPADE tool-use reward, 0.6 x a flat-top band on the unaided win rate (1 in
-the plateau, falling linearly to 0 at 0 and at 1) + 0.4 x regret floored at 0 over 0.15, capped at 1. The
+a plateau; `band`, the official SPADE tool-use reward's weights, 0.6 x a flat-top band on the unaided win
+rate (1 in the plateau; its sides, our reading, fall linearly to 0 at 0 and at 1) + 0.4 x regret floored at
+0 over 0.15, capped at 1. The
 win rate is the share of unaided plays solved (`success`) or their mean partial credit (`credit`).
 """
 
