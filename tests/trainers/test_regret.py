@@ -46,17 +46,17 @@ def test_a_bad_plateau_is_refused() -> None:
 
 
 def test_band_is_the_official_spade_reward_on_the_unaided_win_rate_and_regret() -> None:
-    """0.6 x a flat-top band on the unaided win rate ([0.4, 0.6], linear to 0 at 0 and 1) + 0.4 x regret
-    floored at 0 over 0.15, capped at 1; hand-computed."""
+    """0.6 x a flat-top band on the unaided win rate (1 in [0.4, 0.6], linear to 0 within 0.25 of its edges)
+    + 0.4 x regret floored at 0 over 0.15, capped at 1; hand-computed."""
     band = RewardSettings(mode="band")
     frontier = regret_of(plays([1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0]))  # win rate 0.5, regret 0.25
     assert designer_reward(frontier, band) == pytest.approx(0.6 * 1.0 + 0.4 * 1.0)
     hard = regret_of(plays([1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]))  # win rate 0.25, regret 0
-    assert designer_reward(hard, band) == pytest.approx(0.6 * 0.25 / 0.4)
+    assert designer_reward(hard, band) == pytest.approx(0.6 * (1 - 0.15 / 0.25))
     easy = regret_of(plays([1.0, 1.0, 1.0, 0.5], [1.0, 1.0, 1.0, 1.0]))  # solved 0.75, credit 0.875; regret 0.125
-    assert designer_reward(easy, band) == pytest.approx(0.6 * 0.25 / 0.4 + 0.4 * 0.125 / 0.15)
-    credit = RewardSettings(mode="band", win="credit")  # the same world by partial credit: farther from the top
-    assert designer_reward(easy, credit) == pytest.approx(0.6 * 0.125 / 0.4 + 0.4 * 0.125 / 0.15)
+    assert designer_reward(easy, band) == pytest.approx(0.6 * (1 - 0.15 / 0.25) + 0.4 * 0.125 / 0.15)
+    credit = RewardSettings(mode="band", win="credit")  # the same world by partial credit: off the band
+    assert designer_reward(easy, credit) == pytest.approx(0.4 * 0.125 / 0.15)
     never = regret_of(plays([0.0] * 4, [0.0] * 4))
     assert designer_reward(never, band) == 0.0
     partial = regret_of(plays([0.5] * 4, [0.5] * 4))  # never solved, half the credit every time

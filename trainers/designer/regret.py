@@ -6,9 +6,9 @@ solved unaided, which is the frontier the designer should aim at. Plays that fai
 reasons (the endpoint, the sandbox) say nothing about the world: they are masked, never scored as 0.
 
 Three rewards: `regret` (floored at 0); `blend`, regret plus a fixed weight when the unaided win rate is in
-a plateau; `band`, the official SPADE tool-use reward's weights, 0.6 x a flat-top band on the unaided win
-rate (1 in the plateau; its sides, our reading, fall linearly to 0 at 0 and at 1) + 0.4 x regret floored at
-0 over 0.15, capped at 1. The
+a plateau; `band`, the shape of the official SPADE designer reward (spade-rl/spade, `plateau_reward` and the
+`blend` of `delayed_env_rewards.py`), 0.6 x a flat-top band on the unaided win rate (1 in the plateau,
+falling linearly to 0 over 0.25 on either side) + 0.4 x regret floored at 0 over 0.15, capped at 1. The
 win rate is the share of unaided plays solved (`success`) or their mean partial credit (`credit`).
 """
 
@@ -21,7 +21,7 @@ from typing import Literal
 
 RewardMode = Literal["regret", "blend", "band"]
 WinRate = Literal["success", "credit"]
-BAND_WEIGHT, REGRET_SCALE = 0.6, 0.15  # the official SPADE tool-use designer reward
+BAND_WEIGHT, REGRET_SCALE, BAND_RAMP = 0.6, 0.15, 0.25  # the official SPADE designer reward's constants
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,7 @@ def designer_reward(regret: Regret | None, settings: RewardSettings) -> float | 
     return reward
 
 
-def band(rate: float, low: float, high: float) -> float:
-    """A flat-top band: 1 for a rate in [low, high], falling linearly to 0 at 0 and at 1."""
-    if rate < low:
-        return rate / low
-    if rate > high:
-        return (1.0 - rate) / (1.0 - high)
-    return 1.0
+def band(rate: float, low: float, high: float, ramp: float = BAND_RAMP) -> float:
+    """A flat-top band: 1 for a rate in [low, high], falling linearly to 0 within `ramp` of either edge."""
+    outside = max(low - rate, rate - high, 0.0)
+    return max(0.0, 1.0 - outside / ramp)
