@@ -117,3 +117,15 @@ def test_a_resumed_run_served_by_endpoints_may_move_to_new_ones_and_nothing_else
     embedded.write_text(load_config("cpu-tiny").model_dump_json())
     with pytest.raises(ConfigError, match=r"policy\.endpoints"):  # it serves its own policy: that is what it trains
         resumed_config(embedded, ['policy.endpoints=["http://gpu2:8000/v1"]'])
+
+
+def test_the_cpu_preset_pays_the_designer_the_band_on_partial_credit() -> None:
+    """The reward chosen on recorded plays (benchmarks/designer_rewards.py): a world the agent never solves
+    earns its designer nothing, one in the band earns most."""
+    from trainers.designer.regret import Play, RewardSettings, designer_reward, regret_of
+
+    designer = load_config("cpu-tiny").designer
+    settings = RewardSettings(mode=designer.reward, plateau=designer.plateau, win=designer.win)
+    never = regret_of([Play(hinted, 0.0) for hinted in (False, True) for _ in range(4)])
+    halfway = regret_of([Play(hinted, 0.5) for hinted in (False, True) for _ in range(4)])
+    assert designer_reward(never, settings) == 0.0 and designer_reward(halfway, settings) == 0.6
