@@ -35,7 +35,7 @@ def test_a_spec_file_is_validated_by_the_spec_gates(tmp_path: Path) -> None:
     runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
     passed = runner.invoke(app, ["toolworld", "validate", "toolworlds/examples/library.json", "--json"])
     assert passed.exit_code == 0, passed.output
-    assert [gate["gate"] for gate in json.loads(passed.stdout)["gates"]] == ["parse", "compile", "smoke"]
+    assert [gate["gate"] for gate in json.loads(passed.stdout)["gates"]] == ["parse", "compile", "smoke", "meaning"]
     broken = tmp_path / "broken.json"
     broken.write_text(Path("toolworlds/examples/library.json").read_text().replace('"tools"', '"tool_list"', 1))
     failed = runner.invoke(app, ["toolworld", "validate", str(broken), "--json"])
