@@ -136,9 +136,21 @@ async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs
     schemas = {tool["function"]["name"]: tool["function"]["parameters"]
                for tool in [*load_world(LIBRARY).openai_tools(), FINISH_FUNCTION]}  # fmt: skip
     model, _ = load_policy(default_gguf())
+    exact = [record for record in records if record.tokens is not None and record.tokens.exact]
     for record in records:
         trace = record.tokens
-        assert trace is not None and trace.exact and record.status in ("ok", "truncated"), record.detail
+        assert trace is not None and record.status in ("ok", "truncated"), record.detail
+        if not trace.exact:
+            # Tokens mode records drift only where llama.cpp sampled more tokens than it returned ids for (seen
+            # once in about 50 episodes at temperature 1, likely the unfinished character at a turn's end):
+            # the engine marks the trace inexact, which the trainer leaves out, rather than guess the ids.
+            drifted = {event.turn for event in trace.drift}
+            withheld = {t.index for t in record.turns if any("returned" in p and " ids" in p for p in t.problems)}
+            assert drifted <= withheld, (trace.drift, [t.problems for t in record.turns])
+    assert exact, "no exact trace to compare"
+    for record in exact:
+        trace = record.tokens
+        assert trace is not None
         for turn, message in zip(record.turns, record.messages[2::2], strict=False):
             reply = parse_constrained(message["content"])
             if turn.finish_reason == "stop":  # a reply cut by max_tokens is an unfinished call
