@@ -93,6 +93,15 @@ train-tools *flags="": model
     spadework train --preset cpu-tiny --out "$run" {{flags}}
     spadework report "$run"
 
+# The designer's learning, shown: a longer self-play run (preset cpu-selfplay, at most 2 hours on 2 cores) whose
+# report has the designer per iteration and the trend of its frontier share and reward (last third - first third).
+train-selfplay *flags="": model
+    #!/usr/bin/env bash
+    set -euo pipefail
+    run="runs/train-selfplay/$(date +%Y%m%d-%H%M%S)"
+    spadework train --preset cpu-selfplay --out "$run" {{flags}}
+    spadework report "$run"
+
 # Two whole cpu-tiny runs (about 1.5 hours on 2 cores), then one table (also OUT/compare.md) and each arm's report;
 # the same command on the same OUT resumes a killed arm.
 # SPADE against the fixed-pool ablation at equal compute: held-out lift (95% CI), validity, regret per iteration.

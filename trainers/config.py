@@ -217,20 +217,37 @@ class TrainConfig(_Section):
             raise ValueError("policy.weight_sync=vllm-lora hot-loads an adapter: set policy.lora_rank > 0")
 
 
+# The embedded SmolLM2-135M on 2 CPU cores, in at most 45 minutes: the agent trains on the reference-lite
+# suite (short tasks, compact tools), every reply sampled as one call under the tools' JSON schema.
+CPU_TINY: dict[str, Any] = {
+    "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
+              "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
+    # band on partial credit: on the same recorded plays, the most designer groups with spread among valid
+    # designs, nothing paid to worlds the agent never solves (docs/guide.md, "what the designer is paid")
+    "designer": {"format": "spec", "max_tokens": 768, "temperature": 0.7, "reward": "band", "win": "credit"},
+    "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
+               "importance_sampling": "off"},
+    "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 67, "eval_seeds": 1},
+}  # fmt: skip
+
+
+def _overlaid(base: dict[str, Any], changes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A preset that is `base` with some knobs changed, section by section."""
+    return {section: {**base.get(section, {}), **changes.get(section, {})} for section in {*base, *changes}}
+
+
 QWEN3_4B = "Qwen/Qwen3-4B-Instruct-2507"
 PRESETS: dict[str, dict[str, Any]] = {
-    # The embedded SmolLM2-135M on 2 CPU cores, in at most 45 minutes: the agent trains on the reference-lite
-    # suite (short tasks, compact tools), every reply sampled as one call under the tools' JSON schema.
-    "cpu-tiny": {
-        "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
-                  "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
-        # band on partial credit: on the same recorded plays, the most designer groups with spread among valid
-        # designs, nothing paid to worlds the agent never solves (README, "What the designer is paid")
-        "designer": {"format": "spec", "max_tokens": 768, "temperature": 0.7, "reward": "band", "win": "credit"},
-        "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
-                   "importance_sampling": "off"},
-        "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 67, "eval_seeds": 1},
-    },
+    "cpu-tiny": CPU_TINY,
+    # The designer's learning, shown (`just train-selfplay`, at most 2 hours on 2 cores): cpu-tiny with more
+    # iterations and two documents of four designs each per iteration (GRPO groups of 4), so a third of the run
+    # holds enough worlds to compare with another; a small held-out suite, since the agent's lift is the main
+    # job's measurement, not this one's.
+    "cpu-selfplay": _overlaid(CPU_TINY, {
+        "agent": {"reference_tasks": 2},
+        "designer": {"documents": 2, "generations": 4},
+        "run": {"iterations": 9, "eval_tasks": 10},
+    }),
     # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
     "gpu-qwen3-4b": {
         "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B},

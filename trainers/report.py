@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.designer.loop import DesignOutcome, IterationMetrics, read_designs, read_metrics, world_file
-from trainers.designer.measures import designer_summary
+from trainers.designer.measures import WIN_BANDS, DesignerIteration, designer_summary, per_iteration
 from trainers.journal import JournalError
 from trainers.run_state import TRAINER_DIR
 from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
@@ -170,6 +170,24 @@ def regret(record: RunRecord) -> Any:
     return figure
 
 
+def designer_frontier(record: RunRecord) -> Any:
+    """Does the designer learn: per iteration, the share of its valid worlds at the agent's frontier, the
+    share the agent wins 20-80% of the time unaided, its mean reward, and the valid worlds' mean scores."""
+    rows = per_iteration(record.designs, record.designer)
+    xs = [row.iteration for row in rows]
+    return _lines("Designer: the frontier, iteration by iteration", "share / score", {
+        "frontier share (valid worlds)": (xs, [row.frontier_share for row in rows]),
+        "unaided win rate 20-80% (share)": (xs, [_share(row.wins["20-80%"], row.valid) for row in rows]),
+        "designer reward (mean)": (xs, [row.reward_mean for row in rows]),
+        "unaided mean score": (xs, [row.plain_mean for row in rows]),
+        "hinted mean score": (xs, [row.hinted_mean for row in rows]),
+    })  # fmt: skip
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
 def diversity_and_leaks(record: RunRecord) -> Any:
     xs = [m.iteration for m in record.designer]
     return _lines("Designer diversity and answer leaks", "value", {
@@ -252,6 +270,7 @@ PLOTS: dict[str, Callable[[RunRecord], Any]] = {
     "held-out": held_out,
     "designer-validity": designer_validity,
     "regret": regret,
+    "designer-frontier": designer_frontier,
     "diversity-leaks": diversity_and_leaks,
     "updates": update_stats,
 }
@@ -301,7 +320,7 @@ def summary_json(record: RunRecord) -> dict[str, Any]:
     summary["minutes"] = round(max(elapsed) / 60, 2) if elapsed else None
     memory = [h.peak_rss_gb for h in record.held_out if h.peak_rss_gb is not None]
     summary["peak_rss_gb"] = max(memory) if memory else None
-    summary["designer"] = designer_summary(record.designs)
+    summary["designer"] = designer_summary(record.designs, record.designer)
     return summary
 
 
@@ -349,6 +368,14 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
         rows.append(("designer groups with reward spread among valid designs",
                      f"{designer['groups_with_valid_spread']} of {designer['groups']}"))  # fmt: skip
         rows.append(("valid worlds grounded in their document", f"{designer['grounded']} of {designer['valid']}"))
+        trended = (("frontier_share", "frontier share of valid worlds"), ("designer_reward", "designer reward"))
+        for name, label in trended:
+            found = designer["trend"][name]
+            if found is not None:
+                low, high = found["ci95"]
+                rows.append((f"trend: {label}, last third - first third (95% CI)",
+                             f"{found['first']:.3f} -> {found['last']:.3f}, {found['difference']:+.3f} "
+                             f"[{low:+.3f}, {high:+.3f}]"))  # fmt: skip
     split = stage_seconds(record)
     totals = {stage: sum(seconds.get(stage, 0.0) for seconds in split.values()) for stage in STAGES}
     whole = sum(totals.values())
@@ -409,12 +436,32 @@ th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left}}figure{{display:in
 <h1>spadework training run: {html.escape(str(run))}</h1>
 <table>{headline}</table>
 {figures}
+<h2>The designer per iteration</h2>
+{_designer_table(per_iteration(record.designs, record.designer))}
 <h2>Designed worlds (valid ones)</h2>
 <table><tr>{"".join(f"<th>{html.escape(c)}</th>" for c in WORLD_COLUMNS)}</tr>{worlds}</table>
 <h2>Iterations</h2>
 <table><tr>{"".join(f"<th>{html.escape(c)}</th>" for c in columns)}</tr>{"".join(body)}</table>
 </body></html>
 """
+
+
+DESIGNER_COLUMNS = ("iteration", "valid / replies", "at the frontier",
+                    *(f"unaided wins {band}" for band, _, _ in WIN_BANDS), "mean regret", "unaided mean",
+                    "hinted mean", "designer reward", "grounded", "Vendi", "leak rate")  # fmt: skip
+
+
+def _designer_table(rows: list[DesignerIteration]) -> str:
+    """Validity, frontier, the unaided win rates' bands, regret, scores, reward, Vendi and leaks per iteration."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in DESIGNER_COLUMNS)
+    body = []
+    for row in rows:
+        cells = (row.iteration, f"{row.valid}/{row.replies}", row.frontier, *row.wins.values(),
+                 _number(row.regret_mean), _number(row.plain_mean), _number(row.hinted_mean),
+                 _number(row.reward_mean), row.grounded, _number(row.vendi, 2), _number(row.leak_rate, 2))  # fmt: skip
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in cells) + "</tr>")
+    empty = f'<tr><td colspan="{len(DESIGNER_COLUMNS)}">no designer iteration yet</td></tr>'
+    return f"<table><tr>{head}</tr>{''.join(body) or empty}</table>"
 
 
 def _number(value: float | None, digits: int = 3) -> str:

@@ -62,7 +62,11 @@ log = structlog.get_logger()
 
 def train(
     preset: Annotated[
-        str | None, typer.Option(help="cpu-tiny (the embedded model, the default) or gpu-qwen3-4b (vLLM endpoints).")
+        str | None,
+        typer.Option(
+            help="cpu-tiny (the embedded model, the default), cpu-selfplay (the designer's learning, "
+            "longer) or gpu-qwen3-4b (vLLM endpoints)."
+        ),
     ] = None,
     overrides: Annotated[
         list[str], typer.Option("--set", help="Override a knob: --set agent.plays=8 (repeatable).")

@@ -58,7 +58,7 @@ def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], 
 
 
 def test_an_unknown_preset_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="no preset 'huge'; choose one of: cpu-tiny, gpu-qwen3-4b"):
+    with pytest.raises(ConfigError, match="no preset 'huge'; choose one of: cpu-tiny, cpu-selfplay, gpu-qwen3-4b"):
         load_config("huge")
 
 
@@ -129,3 +129,12 @@ def test_the_cpu_preset_pays_the_designer_the_band_on_partial_credit() -> None:
     never = regret_of([Play(hinted, 0.0) for hinted in (False, True) for _ in range(4)])
     halfway = regret_of([Play(hinted, 0.5) for hinted in (False, True) for _ in range(4)])
     assert designer_reward(never, settings) == 0.0 and designer_reward(halfway, settings) == 0.6
+
+
+def test_the_selfplay_preset_is_cpu_tiny_with_more_designs_and_iterations() -> None:
+    """cpu-selfplay is built from cpu-tiny: what it does not change stays the main job's."""
+    tiny, selfplay = load_config("cpu-tiny"), load_config("cpu-selfplay")
+    assert (selfplay.designer.documents, selfplay.designer.generations, selfplay.run.iterations) == (2, 4, 9)
+    assert selfplay.designer.reward == tiny.designer.reward and selfplay.agent.call_schema == tiny.agent.call_schema
+    assert selfplay.update == tiny.update and selfplay.run.eval_suite == tiny.run.eval_suite
+    assert tiny.designer.documents == 1 and tiny.run.iterations == 5  # the overlay left cpu-tiny as it was

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.servers import SPADEWORK
 from trainers.config import load_config
-from trainers.report import PLOTS, read_run, summary, write_report
+from trainers.report import PLOTS, read_run, summary, summary_json, write_report
 
 
 def test_a_run_killed_before_its_first_iteration_still_reports(tmp_path: Path) -> None:
@@ -68,11 +68,11 @@ def test_summary_json_states_before_after_and_the_paired_lift(tmp_path: Path) ->
 
 
 def design_line(key: str, valid: bool, plain: float | None = None, regret: float | None = None,
-                reward: float = -1.0, grounding: float | None = None) -> str:  # fmt: skip
+                reward: float = -1.0, grounding: float | None = None, solved: float | None = None) -> str:  # fmt: skip
     sample = {"key": key, "document": "tables:x", "prompt_version": "designer-spec-v5", "messages": [], "reply": "{}"}
     line = {"iteration": int(key.split("/")[1]), "sample": sample, "verdict": {"valid": valid}, "reward": reward,
             "mean_plain": plain, "mean_hinted": None if plain is None else plain + (regret or 0.0),
-            "regret": regret, "grounding": grounding}  # fmt: skip
+            "regret": regret, "grounding": grounding, "solved_plain": solved}  # fmt: skip
     return json.dumps(line)
 
 
@@ -97,3 +97,53 @@ def test_summary_json_states_the_designers_frontier_spread_and_grounding(tmp_pat
     assert rows["valid worlds at the frontier; mean regret (95% CI)"].startswith("1 of 4; +0.062 [+0.000, ")
     assert rows["designer groups with reward spread among valid designs"] == "1 of 2"
     assert rows["valid worlds grounded in their document"] == "3 of 4"
+
+
+def test_the_designer_per_iteration_and_the_trend_of_its_frontier_and_reward(tmp_path: Path) -> None:
+    """Three iterations whose answers are known: the first third (iteration 0) has no world at the frontier,
+    the last (iteration 2) has both of its valid worlds there, so the frontier share rises by exactly 1."""
+    (tmp_path / "config.json").write_text(load_config("cpu-selfplay").model_dump_json())
+    designs = [
+        design_line("designer/0/0/0", True, plain=0.0, regret=0.0, reward=0.0, solved=0.0),  # too hard
+        design_line("designer/0/0/1", True, plain=1.0, regret=0.0, reward=0.0, solved=1.0),  # too easy
+        design_line("designer/0/0/2", False),  # paid -1
+        design_line("designer/1/0/0", True, plain=0.5, regret=0.0, reward=0.6, solved=0.5),
+        design_line("designer/1/0/1", False),
+        design_line("designer/2/0/0", True, plain=0.25, regret=0.25, reward=0.9, solved=0.25),  # wins 20-80%
+        design_line("designer/2/0/1", True, plain=0.75, regret=0.0, reward=0.6, solved=0.9),  # wins >80%
+    ]
+    (tmp_path / "designs.jsonl").write_text("\n".join(designs) + "\n")
+    page = write_report(read_run(tmp_path))
+    designer = json.loads((page.parent / "summary.json").read_text())["designer"]
+    first, second, third = designer["per_iteration"]
+    assert (first["valid"], first["replies"], first["frontier"], first["frontier_share"]) == (2, 3, 0, 0.0)
+    assert first["unaided_win_rate"] == {"0": 1, "<20%": 0, "20-80%": 0, ">80%": 0, "1": 1}
+    assert first["reward_mean"] == round(-1 / 3, 4) and first["plain_mean"] == 0.5 and first["hinted_mean"] == 0.5
+    assert second["reward_mean"] == round((0.6 - 1.0) / 2, 4) and second["frontier_share"] == 1.0
+    assert third["unaided_win_rate"] == {"0": 0, "<20%": 0, "20-80%": 1, ">80%": 1, "1": 0}
+    assert third["regret_mean"] == 0.125 and third["reward_mean"] == 0.75
+    frontier, reward = designer["trend"]["frontier_share"], designer["trend"]["designer_reward"]
+    assert frontier["first_iterations"] == [0] and frontier["last_iterations"] == [2]
+    assert (frontier["first"], frontier["last"], frontier["difference"], frontier["ci95"]) == (
+        0.0,
+        1.0,
+        1.0,
+        [1.0, 1.0],
+    )
+    assert frontier["samples"] == [2, 2]
+    assert reward["difference"] == round(0.75 - (-1 / 3), 4) and reward["ci95"][0] > 0
+    rows = dict(summary(read_run(tmp_path)))
+    assert rows["trend: frontier share of valid worlds, last third - first third (95% CI)"] == (
+        "0.000 -> 1.000, +1.000 [+1.000, +1.000]"
+    )
+    assert "unaided wins 20-80%" in page.read_text()
+
+
+def test_fewer_than_three_designer_iterations_have_no_trend(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(load_config("cpu-tiny").model_dump_json())
+    designs = [design_line("designer/0/0/0", True, plain=0.5, regret=0.0, reward=0.6, solved=0.5),
+               design_line("designer/1/0/0", True, plain=0.0, regret=0.0, reward=0.0, solved=0.0)]  # fmt: skip
+    (tmp_path / "designs.jsonl").write_text("\n".join(designs) + "\n")
+    designer = summary_json(read_run(tmp_path))["designer"]
+    assert designer["trend"] == {"frontier_share": None, "designer_reward": None}
+    assert [row["frontier"] for row in designer["per_iteration"]] == [1, 0]

@@ -88,6 +88,7 @@ class DesignOutcome(BaseModel):
     plays: str | None = Field(default=None, description="The agent's plays of the world, under the run directory.")
     regret: float | None = None
     mean_plain: float | None = None
+    solved_plain: float | None = Field(default=None, description="The share of unaided plays solved: the win rate.")
     mean_hinted: float | None = None
     masked_plays: int = 0
     reward: float | None = Field(default=None, description="None: masked (the endpoint or every play failed).")
@@ -231,6 +232,7 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
         return outcome
     outcome.regret, outcome.masked_plays = regret.value, regret.masked
     outcome.mean_plain, outcome.mean_hinted = regret.mean_plain, regret.mean_hinted
+    outcome.solved_plain = regret.solve_rate_plain
     outcome.reward = designer_reward(regret, run.settings.reward)
     if regret.value < 0:
         log.info("negative regret: the hint misleads", world=verdict.world.name, regret=round(regret.value, 3))

@@ -4,17 +4,25 @@ The lift of the agent says nothing about the designer. These do: how many valid 
 frontier (it neither always nor never solves them unaided, or the hint helps), the mean regret of valid
 worlds with its interval, how many of the designer's GRPO groups (one document's G designs) pay their
 valid designs different rewards (without that, the designer learns only to be valid), and how many
-valid worlds come from their document (`grounding`).
+valid worlds come from their document (`grounding`). Per iteration, the same measures show whether the
+designer learns; `trend` compares the run's first third of iterations with its last.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from trainers.designer.grounding import GROUNDED_SHARE
-from trainers.designer.loop import DesignOutcome
-from trainers.stats import bootstrap_mean
+from trainers.designer.loop import DesignOutcome, IterationMetrics
+from trainers.stats import bootstrap_difference, bootstrap_mean
+
+# The unaided win rate's bands: never, rarely, the paper's "wins 20-80% of the time", mostly, always.
+WIN_BANDS: tuple[tuple[str, float, float], ...] = (
+    ("0", 0.0, 0.0), ("<20%", 0.0, 0.2), ("20-80%", 0.2, 0.8), (">80%", 0.8, 1.0), ("1", 1.0, 1.0),
+)  # fmt: skip
 
 
 def at_frontier(mean_plain: float, regret: float) -> bool:
@@ -48,8 +56,9 @@ def groups_with_valid_spread(designs: list[DesignOutcome]) -> tuple[int, int]:
     return sum(len(paid) > 1 for paid in groups.values()), len(groups)
 
 
-def designer_summary(designs: list[DesignOutcome]) -> dict[str, Any]:
-    """The designer's block of `summary.json`: validity, frontier share, regret (95% CI), group spread, grounding."""
+def designer_summary(designs: list[DesignOutcome], metrics: list[IterationMetrics] | None = None) -> dict[str, Any]:
+    """The designer's block of `summary.json`: validity, frontier share, regret (95% CI), group spread,
+    grounding, the same per iteration, and the trends of frontier share and designer reward."""
     replies = [d for d in designs if d.verdict is not None]
     valid = played(designs)
     regrets = [d.regret for d in valid if d.regret is not None]
@@ -69,4 +78,145 @@ def designer_summary(designs: list[DesignOutcome]) -> dict[str, Any]:
     if regrets:
         mean, low, high = bootstrap_mean(regrets)
         summary["regret_mean"], summary["regret_ci95"] = round(mean, 4), [round(low, 4), round(high, 4)]
+    summary["per_iteration"] = [_iteration_json(row) for row in per_iteration(designs, metrics or [])]
+    summary["trend"] = {name: None if found is None else found.as_json() for name, found in trends(designs).items()}
     return summary
+
+
+def _iteration_json(row: DesignerIteration) -> dict[str, Any]:
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 4)
+
+    return {"iteration": row.iteration, "replies": row.replies, "valid": row.valid, "frontier": row.frontier,
+            "frontier_share": rounded(row.frontier_share), "unaided_win_rate": row.wins,
+            "regret_mean": rounded(row.regret_mean), "plain_mean": rounded(row.plain_mean),
+            "hinted_mean": rounded(row.hinted_mean), "reward_mean": rounded(row.reward_mean),
+            "grounded": row.grounded, "vendi": rounded(row.vendi), "leak_rate": rounded(row.leak_rate)}  # fmt: skip
+
+
+def win_band(rate: float) -> str:
+    """The band of WIN_BANDS a win rate falls in: 0 and 1 on their own, 20-80% closed at both ends."""
+    if rate <= 0.0:
+        return "0"
+    if rate >= 1.0:
+        return "1"
+    if rate < 0.2:
+        return "<20%"
+    return "20-80%" if rate <= 0.8 else ">80%"
+
+
+@dataclass(frozen=True)
+class DesignerIteration:
+    """One iteration of the designer as the report's per-iteration table shows it."""
+
+    iteration: int
+    replies: int
+    valid: int
+    frontier: int
+    wins: dict[str, int]  # valid worlds per band of the agent's unaided win rate (WIN_BANDS)
+    regret_mean: float | None
+    plain_mean: float | None  # the valid worlds' mean unaided score
+    hinted_mean: float | None
+    reward_mean: float | None  # the designer's mean reward over every reply it was paid for
+    grounded: int
+    vendi: float | None
+    leak_rate: float | None
+
+    @property
+    def frontier_share(self) -> float | None:
+        return self.frontier / self.valid if self.valid else None
+
+
+def per_iteration(designs: list[DesignOutcome], metrics: list[IterationMetrics]) -> list[DesignerIteration]:
+    """The designer's measures iteration by iteration (Vendi and leak rate as `metrics.jsonl` recorded them)."""
+    recorded = {m.iteration: m for m in metrics}
+    by_iteration: dict[int, list[DesignOutcome]] = defaultdict(list)
+    for design in designs:
+        by_iteration[design.iteration].append(design)
+    rows = []
+    for iteration in sorted(by_iteration):
+        outcomes = by_iteration[iteration]
+        valid = played(outcomes)
+        wins = dict.fromkeys((band for band, _, _ in WIN_BANDS), 0)
+        for design in valid:
+            if design.solved_plain is not None:
+                wins[win_band(design.solved_plain)] += 1
+        paid = [d.reward for d in outcomes if d.verdict is not None and d.reward is not None]
+        metric = recorded.get(iteration)
+        rows.append(
+            DesignerIteration(
+                iteration=iteration,
+                replies=sum(d.verdict is not None for d in outcomes),
+                valid=len(valid),
+                frontier=sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in valid),
+                wins=wins,
+                regret_mean=_mean([d.regret for d in valid if d.regret is not None]),
+                plain_mean=_mean([d.mean_plain for d in valid if d.mean_plain is not None]),
+                hinted_mean=_mean([d.mean_hinted for d in valid if d.mean_hinted is not None]),
+                reward_mean=_mean(paid),
+                grounded=sum(d.grounding is not None and d.grounding >= GROUNDED_SHARE for d in valid),
+                vendi=metric.vendi if metric else None,
+                leak_rate=metric.answer_leak_rate if metric else None,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The last third of a run's iterations against its first: means, difference and its 95% interval."""
+
+    first_iterations: list[int]
+    last_iterations: list[int]
+    first: float
+    last: float
+    difference: float
+    low: float
+    high: float
+    samples: tuple[int, int]  # values behind each mean
+
+    def as_json(self) -> dict[str, Any]:
+        return {"first_iterations": self.first_iterations, "last_iterations": self.last_iterations,
+                "first": round(self.first, 4), "last": round(self.last, 4), "difference": round(self.difference, 4),
+                "ci95": [round(self.low, 4), round(self.high, 4)], "samples": list(self.samples)}  # fmt: skip
+
+
+def trend(values: dict[int, list[float]]) -> Trend | None:
+    """Last third minus first third of the iterations (a third: a whole number of iterations, at least one),
+    every value resampled as its own draw; None with fewer than 3 iterations or a third without values.
+
+    The values of one iteration come from one policy, so they are not independent draws: the interval is
+    narrower than one over whole runs would be, and a run's trend is one run's."""
+    iterations = sorted(values)
+    third = len(iterations) // 3
+    if third == 0:
+        return None
+    first_iterations, last_iterations = iterations[:third], iterations[-third:]
+    first = [value for i in first_iterations for value in values[i]]
+    last = [value for i in last_iterations for value in values[i]]
+    if not first or not last:
+        return None
+    difference, low, high = bootstrap_difference(last, first)
+    return Trend(first_iterations, last_iterations, statistics.fmean(first), statistics.fmean(last), difference,
+                 low, high, (len(first), len(last)))  # fmt: skip
+
+
+def trends(designs: list[DesignOutcome]) -> dict[str, Trend | None]:
+    """The trends the designer is judged by: the frontier share of its valid worlds, and its reward (over
+    every reply it was paid for, so validity counts too)."""
+    frontier: dict[int, list[float]] = defaultdict(list)
+    reward: dict[int, list[float]] = defaultdict(list)
+    for design in designs:
+        if design.verdict is None:
+            continue
+        reward.setdefault(design.iteration, [])  # an iteration with replies counts even when none was paid
+        frontier.setdefault(design.iteration, [])
+        if scored(design):
+            frontier[design.iteration].append(float(at_frontier(design.mean_plain or 0.0, design.regret or 0.0)))
+        if design.reward is not None:
+            reward[design.iteration].append(design.reward)
+    return {"frontier_share": trend(frontier), "designer_reward": trend(reward)}
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
