@@ -102,13 +102,15 @@ train-selfplay *flags="": model
     spadework train --preset cpu-selfplay --out "$run" {{flags}}
     spadework report "$run"
 
-# Two whole cpu-tiny runs (about 1.5 hours on 2 cores), then one table (also OUT/compare.md) and each arm's report;
-# the same command on the same OUT resumes a killed arm.
-# SPADE against the fixed-pool ablation at equal compute: held-out lift (95% CI), validity, regret per iteration.
+# SPADE against its ablations (fixed-pool, frozen-designer) at equal agent compute, 2 seeds each, the untrained
+# policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 30 held-out tasks per world (sized for 2.5 hours
+# on 2 cores). One table (also OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired
+# differences; the same command on the same OUT resumes a killed arm. `--seeds 3 --set run.iterations=5` for more.
 train-tools-compare out="runs/compare" *flags="": model
-    spadework train-compare --out {{out}} {{flags}}
-    spadework report {{out}}/spade > /dev/null
-    spadework report {{out}}/fixed-pool > /dev/null
+    #!/usr/bin/env bash
+    set -euo pipefail
+    spadework train-compare --out {{out}} --seeds 2 --set run.iterations=3 --set run.eval_tasks=30 {{flags}}
+    for run in {{out}}/seed-*/*/; do spadework report "$run" > /dev/null; done
 
 # The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/grpo_sweep.py): the embedded model plays
 # training and validation tasks once (~15 min), then each setting trains on the same plays (~5 min each).

@@ -1,19 +1,27 @@
-"""`spadework train-compare`: SPADE against a fixed pool of reference worlds, at equal compute, in one table.
+"""`spadework train-compare`: SPADE against its ablations at equal agent compute, over seeds, in one table.
 
-The paper's central claim is that a designer that co-evolves with the agent beats training on a fixed pool
-of environments. Two arms run from one preset, with the same seed, iterations, update size and held-out suite:
+The paper's central claim is that a designer that co-evolves with the agent beats training without one. Three
+arms run from one preset, with the same iterations, update size and held-out suite, on each of a few seeds:
 
-    spade       the preset as it is: the designer writes worlds, the agent plays them and reference tasks
-    fixed-pool  `ablations.fixed_pool`: no designer; the agent plays `designer.documents x
-                designer.generations` more reference tasks per iteration, as many tasks as the designer's
-                worlds add when every one is valid, so the fixed pool never has fewer training plays
+    spade            the preset as it is: the designer writes worlds, the agent plays them and reference tasks,
+                     both roles train
+    fixed-pool       `ablations.fixed_pool`: no designer; reference tasks only
+    frozen-designer  `ablations.frozen_designer`: the designer still writes worlds and the agent plays them,
+                     but the designer is never updated
 
-Each update takes `update.rows_per_update` rows in both arms (one update per iteration), so both take the
-same gradient steps on the same number of rows; what differs is where the rows come from. The table also
-prints each arm's sampled tokens and minutes, so the equal-compute claim can be checked, not just believed.
+Equal agent compute: every arm plays `agent.fill_reference`, a reference task in place of each designed world
+not played (invalid, broken, or no designer at all), so every iteration of every arm plays reference_tasks +
+documents x generations tasks, K plays each way. The table prints each arm's agent episodes and sampled agent
+tokens, and `compute_gaps` names any arm more than 10% away from spade's: the claim is checked, not believed.
 
-Each arm is an ordinary training run in `OUT/<arm>` (a `spadework train` process of its own): an arm that
-finished is read back, one that was killed is resumed from its checkpoint, so a killed comparison continues.
+The untrained policy is measured once per seed (by the spade arm) and shared by the other arms of that seed
+(`run.before_from`), so their lifts start from one measurement. Lifts and the paired differences spade -
+fixed-pool and spade - frozen-designer (held-out success after training) are pooled over seeds, each
+(seed, task) one paired draw of a 95% bootstrap.
+
+Each arm is an ordinary training run in `OUT/seed-<s>/<arm>` (a `spadework train` process of its own): an arm
+that finished is read back, one that was killed is resumed from its checkpoint, so a killed comparison
+continues where it stopped.
 """
 
 from __future__ import annotations
@@ -30,9 +38,11 @@ from trainers.journal import JournalError
 from trainers.report import ReportError, RunRecord, read_run, summary_json
 from trainers.run_state import ResumeError, load_state
 from trainers.selfplay import read_held_out, read_iterations
-from trainers.stats import paired_lift
+from trainers.stats import bootstrap_mean
 
-ARMS = ("spade", "fixed-pool")
+ARMS = ("spade", "fixed-pool", "frozen-designer")
+BASELINES = ("fixed-pool", "frozen-designer")  # each compared with spade
+COMPUTE_TOLERANCE = 0.10  # agent episodes and tokens of every arm within 10% of spade's
 
 
 class CompareError(RuntimeError):
@@ -41,14 +51,18 @@ class CompareError(RuntimeError):
 
 def arm_overrides(config: TrainConfig) -> dict[str, list[str]]:
     """The overrides each arm adds to the preset (and the caller's own overrides, already in `config`)."""
-    extra_tasks = config.designer.documents * config.designer.generations
+    del config  # every arm's size follows from the preset: fill_reference plays the designs' share
+    equal = ["agent.fill_reference=true"]
     return {
-        "spade": [],
-        "fixed-pool": [
-            "ablations.fixed_pool=true",
-            f"agent.reference_tasks={config.agent.reference_tasks + extra_tasks}",
-        ],
+        "spade": equal,
+        "fixed-pool": [*equal, "ablations.fixed_pool=true"],
+        "frozen-designer": [*equal, "ablations.frozen_designer=true"],
     }
+
+
+def seed_list(config: TrainConfig, seeds: int) -> list[int]:
+    """The seeds of a comparison: the preset's `run.seed` and the ones after it."""
+    return [config.run.seed + offset for offset in range(seeds)]
 
 
 def finished(run: Path) -> bool:
@@ -65,25 +79,34 @@ def finished(run: Path) -> bool:
     return len(iterations) == planned and any(h.after_iteration == planned - 1 for h in held_out)
 
 
-def run_arms(preset: str, overrides: list[str], out: Path, log_level: str = "info") -> dict[str, Path]:
-    """Run (or resume, or skip when finished) each arm as its own `spadework train` process."""
+Arms = dict[tuple[int, str], Path]  # (seed, arm) -> its run directory
+
+
+def run_arms(preset: str, overrides: list[str], out: Path, seeds: int = 2, log_level: str = "info") -> Arms:
+    """Run (or resume, or skip when finished) each arm of each seed as its own `spadework train` process;
+    spade first, so the other arms of its seed share its measurement of the untrained policy."""
     config = load_config(preset, overrides)
-    runs: dict[str, Path] = {}
-    for arm, extra in arm_overrides(config).items():
-        run = out / arm
-        runs[arm] = run
-        if finished(run):
-            continue
-        command = [sys.executable, "-m", "spadework", "--log-level", log_level, "train"]
-        if _has_checkpoint(run):
-            command += ["--resume", str(run)]
-        elif run.exists() and any(run.iterdir()):
-            raise CompareError(f"{run} holds an arm stopped before its first checkpoint: remove it to run it again")
-        else:
-            command += ["--preset", preset, "--out", str(run)]
-            command += [item for setting in [*overrides, *extra] for item in ("--set", setting)]
-        if subprocess.run(command).returncode != 0:
-            raise CompareError(f"the {arm} arm's training failed (its output is above); run the same command to resume")
+    runs: Arms = {}
+    for seed in seed_list(config, seeds):
+        for arm, extra in arm_overrides(config).items():
+            run = out / f"seed-{seed}" / arm
+            runs[seed, arm] = run
+            if finished(run):
+                continue
+            own = [*extra, f"run.seed={seed}"]
+            if arm != ARMS[0]:
+                own.append(f"run.before_from={out / f'seed-{seed}' / ARMS[0]}")
+            command = [sys.executable, "-m", "spadework", "--log-level", log_level, "train"]
+            if _has_checkpoint(run):
+                command += ["--resume", str(run)]
+            elif run.exists() and any(run.iterdir()):
+                raise CompareError(f"{run} holds an arm stopped before its first checkpoint: remove it to run it again")
+            else:
+                command += ["--preset", preset, "--out", str(run)]
+                command += [item for setting in [*overrides, *own] for item in ("--set", setting)]
+            if subprocess.run(command).returncode != 0:
+                raise CompareError(f"the {arm} arm of seed {seed} failed (its output is above); run the same "
+                                   "command to resume")  # fmt: skip
     return runs
 
 
@@ -109,9 +132,10 @@ class Interval:
 
 @dataclass(frozen=True)
 class ArmResult:
-    """One arm's row of the comparison."""
+    """One arm of one seed: a row of the comparison."""
 
     arm: str
+    seed: int
     iterations: int
     suite: str | None
     before: float | None  # held-out success before training
@@ -121,11 +145,12 @@ class ArmResult:
     validity: list[tuple[int, int]]  # per iteration: (valid worlds, replies)
     regret: list[list[float]]  # per iteration: the valid worlds' regrets
     agent_rows: int
-    sampled_tokens: int
+    agent_episodes: int
+    agent_tokens: int
     minutes: float | None
 
 
-def arm_result(arm: str, record: RunRecord) -> ArmResult:
+def arm_result(arm: str, seed: int, record: RunRecord) -> ArmResult:
     """One arm's row, its held-out numbers as its own report states them (`trainers.report.summary_json`)."""
     headline = summary_json(record)
     before, after = headline["before"], headline["after"]
@@ -135,6 +160,7 @@ def arm_result(arm: str, record: RunRecord) -> ArmResult:
         credit = Interval(headline["partial_credit_lift"], *headline["partial_credit_lift_ci95"])
     return ArmResult(
         arm=arm,
+        seed=seed,
         iterations=len(record.iterations),
         suite=headline["suite"],
         before=before["success"] if before else None,
@@ -144,40 +170,94 @@ def arm_result(arm: str, record: RunRecord) -> ArmResult:
         validity=[(m.valid_after_repair, m.replies) for m in record.designer],
         regret=[list(m.regrets) for m in record.designer],
         agent_rows=sum(r.rows.get("agent", 0) for r in record.iterations),
-        sampled_tokens=sum(r.sampled_tokens or 0 for r in record.iterations),
+        agent_episodes=sum(r.agent_episodes or 0 for r in record.iterations),
+        agent_tokens=sum(r.agent_tokens or 0 for r in record.iterations),
         minutes=headline["minutes"],
     )
 
 
-def final_difference(first: RunRecord, second: RunRecord) -> Interval | None:
-    """Held-out success after training, first arm minus second, paired over the tasks both measured (both
-    arms start from the same policy, so this is the difference of their lifts without the noise of two
-    separate before-measurements)."""
-    finals = []
-    for record in (first, second):
-        measured = [h for h in record.held_out if h.scored]
-        if len(measured) < 2:
+def _measured(record: RunRecord) -> tuple[dict[str, float], dict[str, float]] | None:
+    """Held-out success per task before training and after the last evaluation, or None before it ends."""
+    measured = [h for h in record.held_out if h.scored]
+    if len(measured) < 2:
+        return None
+    return measured[0].successes(), measured[-1].successes()
+
+
+def pooled_lift(records: list[tuple[int, RunRecord]]) -> Interval | None:
+    """An arm's lift over its seeds: after - before per (seed, task), one paired bootstrap over all of them."""
+    differences = []
+    for _, record in records:
+        measured = _measured(record)
+        if measured is None:
             return None
-        finals.append(measured[-1].successes())
-    return Interval(*paired_lift(finals[1], finals[0]))
+        before, after = measured
+        differences += [after[task] - before[task] for task in sorted(set(before) & set(after))]
+    return Interval(*bootstrap_mean(differences)) if differences else None
 
 
-def comparison(runs: dict[str, Path]) -> tuple[list[ArmResult], Interval | None]:
-    records = {arm: read_run(path) for arm, path in runs.items()}
-    results = [arm_result(arm, record) for arm, record in records.items()]
-    difference = final_difference(records["spade"], records["fixed-pool"]) if set(records) >= set(ARMS) else None
-    return results, difference
+def paired_difference(pairs: list[tuple[RunRecord, RunRecord]]) -> Interval | None:
+    """Held-out success after training, first arm minus second, per (seed, task) both measured, pooled over
+    seeds: arms of a seed start from one policy and one measurement of it, so this is the difference of their
+    lifts without the noise of separate before-measurements."""
+    differences = []
+    for first, second in pairs:
+        ours, theirs = _measured(first), _measured(second)
+        if ours is None or theirs is None:
+            return None
+        differences += [ours[1][task] - theirs[1][task] for task in sorted(set(ours[1]) & set(theirs[1]))]
+    return Interval(*bootstrap_mean(differences)) if differences else None
 
 
-COLUMNS = ("arm", "held-out success before -> after", "lift (95% CI)", "partial-credit lift (95% CI)",
-           "designer validity per iteration", "mean regret per iteration (valid worlds)", "agent rows",
-           "sampled tokens", "minutes")  # fmt: skip
+@dataclass(frozen=True)
+class Comparison:
+    results: list[ArmResult]  # one per (seed, arm)
+    pooled: dict[str, Interval | None]  # arm -> its lift over all seeds
+    differences: dict[str, Interval | None]  # baseline -> spade minus it, over all seeds
+    gaps: list[str]  # equal agent compute, where it does not hold
 
 
-def rows(results: list[ArmResult]) -> list[list[str]]:
-    """The table's cells, one row per arm (the same cells for the console and for markdown)."""
-    table = []
+def comparison(runs: Arms) -> Comparison:
+    records = {key: read_run(path) for key, path in runs.items()}
+    results = [arm_result(arm, seed, record) for (seed, arm), record in records.items()]
+    seeds = sorted({seed for seed, _ in records})
+    pooled = {arm: pooled_lift([(seed, records[seed, arm]) for seed in seeds if (seed, arm) in records])
+              for arm in ARMS if any((seed, arm) in records for seed in seeds)}  # fmt: skip
+    differences = {}
+    for baseline in BASELINES:
+        pairs = [(records[seed, ARMS[0]], records[seed, baseline]) for seed in seeds
+                 if (seed, ARMS[0]) in records and (seed, baseline) in records]  # fmt: skip
+        differences[baseline] = paired_difference(pairs) if pairs else None
+    return Comparison(results, pooled, differences, compute_gaps(results))
+
+
+def compute_gaps(results: list[ArmResult], tolerance: float = COMPUTE_TOLERANCE) -> list[str]:
+    """Every arm whose agent episodes or sampled agent tokens differ from its seed's spade arm by more than
+    `tolerance` (relative), one line each: equal agent compute, checked."""
+    spade = {result.seed: result for result in results if result.arm == ARMS[0]}
+    gaps = []
     for result in results:
+        reference = spade.get(result.seed)
+        if reference is None or result is reference:
+            continue
+        for what, ours, theirs in (("agent episodes", result.agent_episodes, reference.agent_episodes),
+                                   ("sampled agent tokens", result.agent_tokens, reference.agent_tokens)):  # fmt: skip
+            if abs(ours - theirs) > tolerance * max(theirs, 1):
+                gaps.append(f"seed {result.seed}: {result.arm} has {ours} {what}, spade {theirs} "
+                            f"({(ours - theirs) / max(theirs, 1):+.0%}, more than {tolerance:.0%} apart)")  # fmt: skip
+    return gaps
+
+
+COLUMNS = ("arm", "seed", "held-out success before -> after", "lift (95% CI)", "partial-credit lift (95% CI)",
+           "designer validity per iteration", "mean regret per iteration (valid worlds)", "agent episodes",
+           "sampled agent tokens", "minutes")  # fmt: skip
+
+
+def rows(found: Comparison) -> list[list[str]]:
+    """The table's cells: a row per arm and seed, then each arm pooled over seeds (the same cells for the
+    console and for markdown)."""
+    table = []
+    for result in sorted(found.results, key=lambda r: (ARMS.index(r.arm), r.seed)):
         success = (
             "-"
             if result.before is None
@@ -186,29 +266,42 @@ def rows(results: list[ArmResult]) -> list[list[str]]:
         validity = " ".join(f"{valid}/{replies}" for valid, replies in result.validity) or "no designer"
         regret = " ".join("-" if not values else f"{sum(values) / len(values):+.2f}" for values in result.regret)
         table.append([
-            result.arm, success, result.lift.text() if result.lift else "-",
+            result.arm, str(result.seed), success, result.lift.text() if result.lift else "-",
             result.credit_lift.text(percent=False) if result.credit_lift else "-", validity, regret or "-",
-            str(result.agent_rows), str(result.sampled_tokens), "-" if result.minutes is None else f"{result.minutes}",
+            str(result.agent_episodes), str(result.agent_tokens),
+            "-" if result.minutes is None else f"{result.minutes}",
         ])  # fmt: skip
+    for arm, lift in found.pooled.items():
+        ours = [r for r in found.results if r.arm == arm]
+        table.append([arm, "all", "-", lift.text() if lift else "-", "-", "-", "-",
+                      str(sum(r.agent_episodes for r in ours)), str(sum(r.agent_tokens for r in ours)),
+                      f"{sum(r.minutes or 0.0 for r in ours):.1f}"])  # fmt: skip
     return table
 
 
-def markdown(results: list[ArmResult], difference: Interval | None) -> str:
+def difference_lines(found: Comparison) -> list[str]:
+    lines = [f"Held-out success after training, spade - {baseline} (paired over seed x task, all seeds): "
+             f"{difference.text()}" for baseline, difference in found.differences.items() if difference]  # fmt: skip
+    lines += [f"Not equal agent compute: {gap}" for gap in found.gaps]
+    return lines
+
+
+def markdown(found: Comparison) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows(results)]
-    if difference is not None:
-        lines.append("")
-        lines.append(f"Held-out success after training, spade - fixed-pool (paired over tasks): {difference.text()}")
-    return "\n".join(lines) + "\n"
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows(found)]
+    more = difference_lines(found)
+    return "\n".join(lines + (["", *more] if more else [])) + "\n"
 
 
-def as_json(results: list[ArmResult], difference: Interval | None) -> dict[str, Any]:
+def as_json(found: Comparison) -> dict[str, Any]:
     def interval(value: Interval | None) -> list[float] | None:
         return None if value is None else [round(value.value, 4), round(value.low, 4), round(value.high, 4)]
 
     return {
         "arms": {
-            result.arm: {
+            f"seed-{result.seed}/{result.arm}": {
+                "arm": result.arm,
+                "seed": result.seed,
                 "iterations": result.iterations,
                 "suite": result.suite,
                 "before": result.before,
@@ -218,15 +311,18 @@ def as_json(results: list[ArmResult], difference: Interval | None) -> dict[str, 
                 "validity": result.validity,
                 "regrets": result.regret,
                 "agent_rows": result.agent_rows,
-                "sampled_tokens": result.sampled_tokens,
+                "agent_episodes": result.agent_episodes,
+                "agent_tokens": result.agent_tokens,
                 "minutes": result.minutes,
             }
-            for result in results
+            for result in found.results
         },
-        "spade_minus_fixed_pool_after_ci95": interval(difference),
+        "pooled_lift_ci95": {arm: interval(lift) for arm, lift in found.pooled.items()},
+        "spade_minus_ci95": {baseline: interval(value) for baseline, value in found.differences.items()},
+        "compute_gaps": found.gaps,
     }
 
 
-def write_comparison(out: Path, results: list[ArmResult], difference: Interval | None) -> None:
-    (out / "compare.json").write_text(json.dumps(as_json(results, difference), indent=2) + "\n")
-    (out / "compare.md").write_text(markdown(results, difference))
+def write_comparison(out: Path, found: Comparison) -> None:
+    (out / "compare.json").write_text(json.dumps(as_json(found), indent=2) + "\n")
+    (out / "compare.md").write_text(markdown(found))

@@ -95,6 +95,12 @@ class AgentConfig(_Section):
     plays: int = Field(2, ge=1, description="K: plays of each task without and with the hint.")
     reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
     archive_tasks: int = Field(1, ge=0, description="Archived frontier worlds replayed per iteration (least reused).")
+    fill_reference: bool = Field(
+        False,
+        description="Play a reference task in place of each designed world or archived task not played (invalid, "
+        "broken, none archived yet, or no designer at all): every iteration then plays reference_tasks + "
+        "documents x generations + archive_tasks tasks (equal agent compute across arms of a comparison).",
+    )
     mode: Mode = "tokens"
     call_schema: bool = Field(
         False, description="tokens mode: sample every reply as one call under the offered tools' JSON schema."
@@ -140,6 +146,11 @@ class RunConfig(_Section):
     eval_suite: SuiteName = Field("reference", description="The held-out suite the lift is measured on.")
     eval_tasks: int = Field(20, ge=1, description="Held-out tasks of eval_suite per world, one plain play each.")
     checkpoint_every: int = Field(1, ge=1, description="Iterations between checkpoints (`--resume` continues there).")
+    before_from: str | None = Field(
+        None,
+        description="A run directory whose before-training held-out measurement this run shares instead of "
+        "measuring its own (the same model and held-out knobs, checked): arms of a comparison share one.",
+    )
     max_failed_share: float = Field(
         MAX_FAILED_SHARE, ge=0.0, le=1.0, description="Stop the run (exit 3) when more than this share of a set of "
         "plays, or all of them, failed because the policy's endpoint did: they are not outcomes to train on (a "

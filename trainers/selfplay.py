@@ -14,6 +14,7 @@ a checkpoint every `run.checkpoint_every` iterations (`trainers.run_state`) that
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import time
@@ -39,7 +40,7 @@ from toolworlds.registry import builtin_worlds
 from toolworlds.sandbox import WorldLoadError
 from trainers import journal
 from trainers.config import TrainConfig
-from trainers.designer.loop import DesignRun, IterationResult, run_iteration
+from trainers.designer.loop import DesignOutcome, DesignRun, IterationResult, run_iteration
 from trainers.frontier import FrontierTasks, tally_groups
 from trainers.grpo import Learner
 from trainers.memory import PeakMemory, current_by_process
@@ -64,6 +65,8 @@ class IterationReport(BaseModel):
     groups: int | None = None  # GRPO groups among the rows
     zero_spread_groups: int | None = None  # of those, groups whose rewards were all equal (no learning signal)
     trained_tokens: int | None = None  # tokens (prompt + completion) of the rows the update trained on
+    agent_episodes: int | None = None  # the agent's training plays (what equal agent compute counts)
+    agent_tokens: int | None = None  # the tokens the agent sampled in them (its rows' own tokens)
     seconds: dict[str, float]
 
     @property
@@ -141,7 +144,10 @@ class SelfPlay:
         """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
         run = self.config.run
         if resumed is None:
-            await self.held_out(after=-1)
+            if run.before_from is None:
+                await self.held_out(after=-1)
+            else:
+                journal.append(self.out / "eval.jsonl", [shared_before(Path(run.before_from), self.config)])
             self.checkpoint(-1)
         pending = False
         for index in range(resumed.iteration + 1 if resumed else 0, run.iterations):
@@ -172,14 +178,14 @@ class SelfPlay:
         clock["design"] = time.perf_counter() - started
 
         started = time.perf_counter()
-        reference = await self.reference_plays(index)
-        clock["reference"] = time.perf_counter() - started
-
-        started = time.perf_counter()
         archived = await self.archive_plays(index)
         clock["archive"] = time.perf_counter() - started
 
-        rows, skipped = self.rows(designed, reference + archived)
+        started = time.perf_counter()  # last: with agent.fill_reference it stands in for what was not played
+        reference = await self.reference_plays(index, extra=self.unplayed(designed, archived))
+        clock["reference"] = time.perf_counter() - started
+
+        rows, skipped, episodes = self.rows(designed, reference + archived)
         zero_spread, groups = zero_spread_share(rows)
         started = time.perf_counter()
         trained = None
@@ -202,6 +208,8 @@ class SelfPlay:
             designer_reward=_mean([row.reward for row in rows if row.role == "designer"]),
             valid_worlds=designed.metrics.valid_after_repair if designed else 0,
             sampled_tokens=sum(sum(row.env_mask) for row in rows),
+            agent_episodes=episodes,
+            agent_tokens=sum(sum(row.env_mask) for row in rows if row.role == "agent"),
             groups=groups,
             zero_spread_groups=zero_spread,
             trained_tokens=trained,
@@ -213,12 +221,13 @@ class SelfPlay:
 
     def rows(
         self, designed: IterationResult | None, reference: list[EpisodeRecord]
-    ) -> tuple[list[TrainingRow], Skipped]:
-        """Both roles' rows of one iteration; the frozen-designer ablation keeps only the agent's."""
+    ) -> tuple[list[TrainingRow], Skipped, int]:
+        """Both roles' rows of one iteration (the frozen-designer ablation keeps only the agent's), and how
+        many plays the agent's rows came from."""
         records = list(reference)
         if designed is not None:
             for outcome in designed.outcomes:
-                if outcome.plays and outcome.broken is None:  # a world that failed in play teaches nothing
+                if _played(outcome) and outcome.plays is not None:
                     records += read_records(self.out / outcome.plays)
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)
@@ -227,11 +236,22 @@ class SelfPlay:
             more, also = designer_rows(designed.outcomes)
             rows += more
             skipped.reasons.update(also.reasons)
-        return rows, skipped
+        return rows, skipped, len(records)
 
-    async def reference_plays(self, index: int) -> list[EpisodeRecord]:
-        """`agent.reference_tasks` tasks of the reference worlds, K samples each way, on training seeds."""
-        tasks = self.config.agent.reference_tasks
+    def unplayed(self, designed: IterationResult | None, archived: list[EpisodeRecord]) -> int:
+        """With `agent.fill_reference`, the reference tasks that stand in for the designed worlds and archived
+        tasks not played (all of them without a designer)."""
+        if not self.config.agent.fill_reference:
+            return 0
+        planned = self.config.designer.documents * self.config.designer.generations + self.config.agent.archive_tasks
+        played = len({(record.key.world, record.key.seed) for record in archived})  # archived tasks
+        if designed is not None:
+            played += sum(_played(outcome) for outcome in designed.outcomes)
+        return max(0, planned - played)
+
+    async def reference_plays(self, index: int, extra: int = 0) -> list[EpisodeRecord]:
+        """`agent.reference_tasks` (+ `extra`) tasks of the reference worlds, K samples each way, on training seeds."""
+        tasks = self.config.agent.reference_tasks + extra
         if tasks == 0:
             return []
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
@@ -361,6 +381,35 @@ class SelfPlay:
             log.warning("could not share the opening across the server's slots", reason=str(error))
             return
         log.debug("opening shared", tokens=len(prefix), slots=slots, seconds=round(time.perf_counter() - started, 2))
+
+
+def _played(outcome: DesignOutcome) -> bool:
+    """A designed world whose plays reach the rows (a world that failed in play teaches nothing)."""
+    return outcome.plays is not None and outcome.broken is None
+
+
+SHARED_KNOBS = (("policy", "model"), ("run", "eval_suite"), ("run", "eval_tasks"), ("run", "eval_seeds"))
+
+
+def shared_before(source: Path, config: TrainConfig) -> HeldOut:
+    """The before-training held-out measurement of the run in `source`, for a run that starts from the same
+    policy and measures the same tasks (each of SHARED_KNOBS checked); a BeforeUnavailable names what differs."""
+    try:
+        theirs = json.loads((source / "config.json").read_text())
+        measured = [h for h in read_held_out(source) if h.after_iteration == -1]
+    except (OSError, ValueError, journal.JournalError) as error:
+        raise BeforeUnavailable(f"run.before_from={source}: not a run with a held-out measurement ({error})") from None
+    ours = config.model_dump()
+    for section, knob in SHARED_KNOBS:
+        if (their := theirs.get(section, {}).get(knob)) != (our := ours[section][knob]):
+            raise BeforeUnavailable(f"run.before_from={source}: its {section}.{knob} is {their!r}, this run's {our!r}")
+    if not measured:
+        raise BeforeUnavailable(f"run.before_from={source}: it has not measured the untrained policy yet")
+    return measured[0]
+
+
+class BeforeUnavailable(RuntimeError):
+    """`run.before_from` names a run whose before-measurement this run cannot share; the message says why."""
 
 
 def read_iterations(out: Path) -> list[IterationReport]:

@@ -26,7 +26,7 @@ from engine.rollout import InfrastructureFailure
 from engine.settings import Completions, EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
-from trainers.compare import COLUMNS, CompareError, comparison, rows, run_arms, write_comparison
+from trainers.compare import COLUMNS, CompareError, comparison, difference_lines, rows, run_arms, write_comparison
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.generate import design_constraint
@@ -47,7 +47,7 @@ from trainers.run_state import (
     load_state,
     restore,
 )
-from trainers.selfplay import HeldOut, SelfPlay, read_held_out
+from trainers.selfplay import BeforeUnavailable, HeldOut, SelfPlay, read_held_out, shared_before
 from trainers.weight_sync import (
     GGUFReloadSync,
     VLLMLoRASync,
@@ -154,6 +154,11 @@ def _configured_run(preset: str | None, overrides: list[str], out: Path | None, 
         raise typer.BadParameter(str(error), param_hint="--set") from None
     if check_empty and out.exists() and any(out.iterdir()):  # other processes of the run see the first's files
         raise typer.BadParameter(f"{out} already holds a run; continue it with --resume {out}, or give a new --out")
+    if config.run.before_from is not None:  # refused now, not after the server has started
+        try:
+            shared_before(Path(config.run.before_from), config)
+        except BeforeUnavailable as error:
+            raise typer.BadParameter(str(error), param_hint="--set run.before_from") from None
     return config, out, None
 
 
@@ -365,35 +370,38 @@ def report(
 
 
 def train_compare(
-    out: Annotated[Path, typer.Option(help="The comparison's directory: one run per arm under it.")] = Path(
+    out: Annotated[Path, typer.Option(help="The comparison's directory: one run per seed and arm under it.")] = Path(
         "runs/compare"
     ),
-    preset: Annotated[str, typer.Option(help="The preset both arms start from.")] = "cpu-tiny",
+    preset: Annotated[str, typer.Option(help="The preset every arm starts from.")] = "cpu-tiny",
+    seeds: Annotated[int, typer.Option(min=1, help="Seeds per arm: run.seed and the ones after it.")] = 2,
     overrides: Annotated[
-        list[str], typer.Option("--set", help="Override a knob in both arms: --set run.iterations=3 (repeatable).")
+        list[str], typer.Option("--set", help="Override a knob in every arm: --set run.iterations=3 (repeatable).")
     ] = [],  # noqa: B006
     endpoint: Annotated[
-        list[str], typer.Option(help="A vLLM server's OpenAI base URL (repeatable): policy.endpoints, both arms.")
+        list[str], typer.Option(help="A vLLM server's OpenAI base URL (repeatable): policy.endpoints, every arm.")
     ] = [],  # noqa: B006
 ) -> None:
-    """SPADE against the fixed_pool ablation at equal compute (same seed, iterations and update size; the fixed
-    pool plays as many extra reference tasks as the designer could add worlds): each arm's held-out lift with
-    its 95% CI, designer validity and regret per iteration, in one table (also OUT/compare.md and .json).
-    Run it again on the same OUT to resume a killed arm or just print the table."""
+    """SPADE against the fixed-pool and frozen-designer ablations at equal agent compute (the same iterations,
+    update size and agent tasks per iteration; a reference task stands in for each designed world not played),
+    on several seeds, the untrained policy measured once per seed: each arm's held-out lift with its 95% CI,
+    pooled over seeds, the paired differences spade - fixed-pool and spade - frozen-designer, and each arm's
+    agent episodes and tokens, in one table (also OUT/compare.md and .json). Run it again on the same OUT to
+    resume a killed arm or just print the table."""
     if endpoint:
         overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
     try:
-        runs = run_arms(preset, overrides, out)
-        results, difference = comparison(runs)
+        runs = run_arms(preset, overrides, out, seeds)
+        found = comparison(runs)
     except ConfigError as error:
         raise typer.BadParameter(str(error), param_hint="--set") from None
     except (CompareError, ReportError) as error:
         raise typer.BadParameter(str(error), param_hint="--out") from None
-    write_comparison(out, results, difference)
-    table = Table(*COLUMNS, title=f"SPADE against a fixed pool ({preset}, equal compute): {out}")
-    for cells in rows(results):
+    write_comparison(out, found)
+    table = Table(*COLUMNS, title=f"SPADE against its ablations ({preset}, equal agent compute): {out}")
+    for cells in rows(found):
         table.add_row(*cells)
     console = Console()
     console.print(table)
-    if difference is not None:
-        console.print(f"held-out success after training, spade - fixed-pool (paired over tasks): {difference.text()}")
+    for line in difference_lines(found):
+        console.print(line, style="red" if line.startswith("Not equal") else None)

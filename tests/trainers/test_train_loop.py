@@ -95,9 +95,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def iterations(out: Path, url: str, ablation: str | None, remembered: RememberedWorld | None = None) -> SelfPlay:
+async def iterations(out: Path, url: str, ablation: str | None, remembered: RememberedWorld | None = None,
+                     extra: tuple[str, ...] = ()) -> SelfPlay:  # fmt: skip
     """Two iterations through the loop without an update: what each switch changes is in the rows and files."""
-    overrides = [*TINY, f"ablations.{ablation}=true"] if ablation else TINY
+    overrides = [*TINY, *extra, *([f"ablations.{ablation}=true"] if ablation else [])]
     config = load_config("cpu-tiny", overrides)
     agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
     settings = DesignSettings(documents=1, generations=2, plays=2, smoke_seeds=2, designer=agent.model_copy(
@@ -132,6 +133,43 @@ async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_ur
         assert all(r["rows"]["designer"] == 2 for r in reports)
     assert ("Worlds you wrote before" in last_prompt) is (ablation != "no_memory")
     assert ("a domain of your choice" in last_prompt) is (ablation == "no_corpus")
+
+
+@pytest.fixture(scope="module")
+def invalid_designs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    world = tmp_path_factory.mktemp("invalid") / "broken.py"
+    world.write_text("def reset(:\n")  # fails the syntax gate
+    with mock_model("--tokenizer", str(default_gguf()), "--design", str(world)) as url:
+        yield url
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("designs", ["valid", "invalid", "valid, one archived"])
+@pytest.mark.parametrize("ablation", [None, "fixed_pool", "frozen_designer"])
+async def test_with_fill_reference_every_compare_arm_plays_as_many_agent_episodes(
+    tmp_path: Path, designing_url: str, invalid_designs_url: str, designs: str, ablation: str | None
+) -> None:
+    """The arms of `train-compare` at equal agent compute: 1 reference task + 2 designs (+ 1 archived task)
+    per iteration, 2 plays each way; a reference task stands in for each design or archived task not played
+    (all of them without a designer). Without the fill, the fixed pool would play 4 episodes an iteration
+    against spade's 12, and this would fail."""
+    url = designing_url if designs.startswith("valid") else invalid_designs_url
+    archive = designs.endswith("archived")
+    remembered = None
+    if archive:
+        remembered = RememberedWorld(code_hash=code_hash(EXAMPLE_WORLD), name="Library", iteration=-1,
+                                     document="pydoc:x", description="d", tools=["search"], source=EXAMPLE_WORLD,
+                                     scores_plain=[0.0, 1.0], scores_hinted=[1.0], mean_plain=0.5, mean_hinted=1.0,
+                                     regret=0.5, reward=0.5, status="frontier")  # fmt: skip
+    extra = ("agent.fill_reference=true", f"agent.archive_tasks={int(archive)}")
+    await iterations(tmp_path, url, ablation, remembered=remembered, extra=extra)
+    reports = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    tasks = 1 + 2 + int(archive)
+    assert [r["agent_episodes"] for r in reports] == [tasks * 4] * 2
+    assert all(r["agent_tokens"] > 0 for r in reports)
+    reference = sorted(path.name for path in (tmp_path / "reference").iterdir())
+    filled = ablation == "fixed_pool" or designs == "invalid"
+    assert len(reference) == 2 * (tasks if filled else 1)
 
 
 @pytest.mark.anyio
