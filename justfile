@@ -103,9 +103,10 @@ train-selfplay *flags="": model
     spadework report "$run"
 
 # SPADE against its ablations (fixed-pool, frozen-designer) at equal agent compute, 2 seeds each, the untrained
-# policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 30 held-out tasks per world (sized for 2.5 hours
-# on 2 cores). One table (also OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired
-# differences; the same command on the same OUT resumes a killed arm. `--seeds 3 --set run.iterations=5` for more.
+# policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 30 held-out tasks per world (sized from the main
+# job's stage times to about 2.2 hours on 2 cores: an estimate, not yet run whole). One table (also
+# OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired differences; the same command on the
+# same OUT resumes a killed arm. `--seeds 3 --set run.iterations=5` for more.
 train-tools-compare out="runs/compare" *flags="": model
     #!/usr/bin/env bash
     set -euo pipefail

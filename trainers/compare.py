@@ -10,9 +10,10 @@ arms run from one preset, with the same iterations, update size and held-out sui
                      but the designer is never updated
 
 Equal agent compute: every arm plays `agent.fill_reference`, a reference task in place of each designed world
-not played (invalid, broken, or no designer at all), so every iteration of every arm plays reference_tasks +
-documents x generations tasks, K plays each way. The table prints each arm's agent episodes and sampled agent
-tokens, and `compute_gaps` names any arm more than 10% away from spade's: the claim is checked, not believed.
+or archived task not played (invalid, broken, or no designer at all), so every iteration of every arm plays
+reference_tasks + documents x generations + archive_tasks tasks, K plays each way. The table prints each
+arm's agent episodes and sampled agent tokens, and `compute_gaps` names any arm more than 10% away from
+spade's: the claim is checked, not believed.
 
 The untrained policy is measured once per seed (by the spade arm) and shared by the other arms of that seed
 (`run.before_from`), so their lifts start from one measurement. Lifts and the paired differences spade -
@@ -38,7 +39,7 @@ from trainers.journal import JournalError
 from trainers.report import ReportError, RunRecord, read_run, summary_json
 from trainers.run_state import ResumeError, load_state
 from trainers.selfplay import read_held_out, read_iterations
-from trainers.stats import bootstrap_mean
+from trainers.stats import paired_lift
 
 ARMS = ("spade", "fixed-pool", "frozen-designer")
 BASELINES = ("fixed-pool", "frozen-designer")  # each compared with spade
@@ -49,15 +50,12 @@ class CompareError(RuntimeError):
     """An arm that cannot run or be continued; the message names it and why."""
 
 
-def arm_overrides(config: TrainConfig) -> dict[str, list[str]]:
-    """The overrides each arm adds to the preset (and the caller's own overrides, already in `config`)."""
-    del config  # every arm's size follows from the preset: fill_reference plays the designs' share
-    equal = ["agent.fill_reference=true"]
-    return {
-        "spade": equal,
-        "fixed-pool": [*equal, "ablations.fixed_pool=true"],
-        "frozen-designer": [*equal, "ablations.frozen_designer=true"],
-    }
+# What each arm adds to the preset (and to the caller's overrides): every arm fills to the same agent tasks.
+ARM_OVERRIDES: dict[str, list[str]] = {
+    "spade": ["agent.fill_reference=true"],
+    "fixed-pool": ["agent.fill_reference=true", "ablations.fixed_pool=true"],
+    "frozen-designer": ["agent.fill_reference=true", "ablations.frozen_designer=true"],
+}
 
 
 def seed_list(config: TrainConfig, seeds: int) -> list[int]:
@@ -88,7 +86,7 @@ def run_arms(preset: str, overrides: list[str], out: Path, seeds: int = 2, log_l
     config = load_config(preset, overrides)
     runs: Arms = {}
     for seed in seed_list(config, seeds):
-        for arm, extra in arm_overrides(config).items():
+        for arm, extra in ARM_OVERRIDES.items():
             run = out / f"seed-{seed}" / arm
             runs[seed, arm] = run
             if finished(run):
@@ -176,37 +174,37 @@ def arm_result(arm: str, seed: int, record: RunRecord) -> ArmResult:
     )
 
 
-def _measured(record: RunRecord) -> tuple[dict[str, float], dict[str, float]] | None:
-    """Held-out success per task before training and after the last evaluation, or None before it ends."""
+def _successes(record: RunRecord, seed: int, which: int) -> dict[str, float] | None:
+    """Held-out success per `seed/task` at the run's first (0) or last (-1) evaluation; None before it ends."""
     measured = [h for h in record.held_out if h.scored]
     if len(measured) < 2:
         return None
-    return measured[0].successes(), measured[-1].successes()
+    return {f"{seed}/{task}": value for task, value in measured[which].successes().items()}
 
 
-def pooled_lift(records: list[tuple[int, RunRecord]]) -> Interval | None:
-    """An arm's lift over its seeds: after - before per (seed, task), one paired bootstrap over all of them."""
-    differences = []
-    for _, record in records:
-        measured = _measured(record)
-        if measured is None:
+def _pooled(pairs: list[tuple[dict[str, float] | None, dict[str, float] | None]]) -> Interval | None:
+    """second - first per `seed/task` both measured, over every pair (seed): one paired bootstrap."""
+    first: dict[str, float] = {}
+    second: dict[str, float] = {}
+    for ours, theirs in pairs:
+        if ours is None or theirs is None:
             return None
-        before, after = measured
-        differences += [after[task] - before[task] for task in sorted(set(before) & set(after))]
-    return Interval(*bootstrap_mean(differences)) if differences else None
+        first |= ours
+        second |= theirs
+    return Interval(*paired_lift(first, second)) if set(first) & set(second) else None
 
 
-def paired_difference(pairs: list[tuple[RunRecord, RunRecord]]) -> Interval | None:
+def pooled_lift(records: dict[int, RunRecord]) -> Interval | None:
+    """An arm's lift over its seeds (seed -> its run): after - before per (seed, task)."""
+    return _pooled([(_successes(r, seed, 0), _successes(r, seed, -1)) for seed, r in records.items()])
+
+
+def paired_difference(pairs: dict[int, tuple[RunRecord, RunRecord]]) -> Interval | None:
     """Held-out success after training, first arm minus second, per (seed, task) both measured, pooled over
     seeds: arms of a seed start from one policy and one measurement of it, so this is the difference of their
     lifts without the noise of separate before-measurements."""
-    differences = []
-    for first, second in pairs:
-        ours, theirs = _measured(first), _measured(second)
-        if ours is None or theirs is None:
-            return None
-        differences += [ours[1][task] - theirs[1][task] for task in sorted(set(ours[1]) & set(theirs[1]))]
-    return Interval(*bootstrap_mean(differences)) if differences else None
+    return _pooled([(_successes(second, seed, -1), _successes(first, seed, -1))
+                    for seed, (first, second) in pairs.items()])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -220,13 +218,15 @@ class Comparison:
 def comparison(runs: Arms) -> Comparison:
     records = {key: read_run(path) for key, path in runs.items()}
     results = [arm_result(arm, seed, record) for (seed, arm), record in records.items()]
-    seeds = sorted({seed for seed, _ in records})
-    pooled = {arm: pooled_lift([(seed, records[seed, arm]) for seed in seeds if (seed, arm) in records])
-              for arm in ARMS if any((seed, arm) in records for seed in seeds)}  # fmt: skip
+    pooled = {}
+    for arm in ARMS:
+        ours = {seed: record for (seed, name), record in records.items() if name == arm}
+        if ours:
+            pooled[arm] = pooled_lift(ours)
     differences = {}
     for baseline in BASELINES:
-        pairs = [(records[seed, ARMS[0]], records[seed, baseline]) for seed in seeds
-                 if (seed, ARMS[0]) in records and (seed, baseline) in records]  # fmt: skip
+        pairs = {seed: (records[seed, ARMS[0]], records[seed, baseline])
+                 for seed, name in records if name == baseline and (seed, ARMS[0]) in records}  # fmt: skip
         differences[baseline] = paired_difference(pairs) if pairs else None
     return Comparison(results, pooled, differences, compute_gaps(results))
 
@@ -280,16 +280,18 @@ def rows(found: Comparison) -> list[list[str]]:
 
 
 def difference_lines(found: Comparison) -> list[str]:
-    lines = [f"Held-out success after training, spade - {baseline} (paired over seed x task, all seeds): "
-             f"{difference.text()}" for baseline, difference in found.differences.items() if difference]  # fmt: skip
-    lines += [f"Not equal agent compute: {gap}" for gap in found.gaps]
-    return lines
+    return [f"Held-out success after training, spade - {baseline} (paired over seed x task, all seeds): "
+            f"{difference.text()}" for baseline, difference in found.differences.items() if difference]  # fmt: skip
+
+
+def gap_lines(found: Comparison) -> list[str]:
+    return [f"Not equal agent compute: {gap}" for gap in found.gaps]
 
 
 def markdown(found: Comparison) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(cells) + " |" for cells in rows(found)]
-    more = difference_lines(found)
+    more = difference_lines(found) + gap_lines(found)
     return "\n".join(lines + (["", *more] if more else [])) + "\n"
 
 

@@ -447,7 +447,7 @@ th,td{{border:1px solid #ccc;padding:4px 8px;text-align:left}}figure{{display:in
 
 
 DESIGNER_COLUMNS = ("iteration", "valid / replies", "at the frontier",
-                    *(f"unaided wins {band}" for band, _, _ in WIN_BANDS), "mean regret", "unaided mean",
+                    *(f"unaided wins {band}" for band in WIN_BANDS), "mean regret", "unaided mean",
                     "hinted mean", "designer reward", "grounded", "Vendi", "leak rate")  # fmt: skip
 
 

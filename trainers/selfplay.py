@@ -227,8 +227,8 @@ class SelfPlay:
         records = list(reference)
         if designed is not None:
             for outcome in designed.outcomes:
-                if _played(outcome) and outcome.plays is not None:
-                    records += read_records(self.out / outcome.plays)
+                if (plays := _training_plays(outcome)) is not None:
+                    records += read_records(self.out / plays)
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)
         rows, skipped = agent_rows(records)
@@ -246,7 +246,7 @@ class SelfPlay:
         planned = self.config.designer.documents * self.config.designer.generations + self.config.agent.archive_tasks
         played = len({(record.key.world, record.key.seed) for record in archived})  # archived tasks
         if designed is not None:
-            played += sum(_played(outcome) for outcome in designed.outcomes)
+            played += sum(_training_plays(outcome) is not None for outcome in designed.outcomes)
         return max(0, planned - played)
 
     async def reference_plays(self, index: int, extra: int = 0) -> list[EpisodeRecord]:
@@ -383,9 +383,9 @@ class SelfPlay:
         log.debug("opening shared", tokens=len(prefix), slots=slots, seconds=round(time.perf_counter() - started, 2))
 
 
-def _played(outcome: DesignOutcome) -> bool:
-    """A designed world whose plays reach the rows (a world that failed in play teaches nothing)."""
-    return outcome.plays is not None and outcome.broken is None
+def _training_plays(outcome: DesignOutcome) -> str | None:
+    """Where a designed world's plays are, if they reach the rows (a world that failed in play teaches nothing)."""
+    return outcome.plays if outcome.broken is None else None
 
 
 SHARED_KNOBS = (("policy", "model"), ("run", "eval_suite"), ("run", "eval_tasks"), ("run", "eval_seeds"))

@@ -26,7 +26,16 @@ from engine.rollout import InfrastructureFailure
 from engine.settings import Completions, EpisodeSettings
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
-from trainers.compare import COLUMNS, CompareError, comparison, difference_lines, rows, run_arms, write_comparison
+from trainers.compare import (
+    COLUMNS,
+    CompareError,
+    comparison,
+    difference_lines,
+    gap_lines,
+    rows,
+    run_arms,
+    write_comparison,
+)
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.generate import design_constraint
@@ -404,4 +413,6 @@ def train_compare(
     console = Console()
     console.print(table)
     for line in difference_lines(found):
-        console.print(line, style="red" if line.startswith("Not equal") else None)
+        console.print(line)
+    for line in gap_lines(found):
+        console.print(line, style="red")

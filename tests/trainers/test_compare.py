@@ -15,7 +15,7 @@ import pytest
 
 from tests.servers import SPADEWORK
 from trainers import journal
-from trainers.compare import ArmResult, arm_overrides, compute_gaps
+from trainers.compare import ARM_OVERRIDES, ArmResult, compute_gaps
 from trainers.config import load_config
 from trainers.designer.generate import DesignSample
 from trainers.designer.loop import DesignOutcome, IterationMetrics
@@ -28,18 +28,18 @@ ENV = {**os.environ, "COLUMNS": "400"}
 
 def test_the_arms_differ_only_in_their_ablation_and_all_fill_to_the_same_tasks() -> None:
     base = load_config("cpu-tiny")
-    arms = {arm: load_config("cpu-tiny", extra) for arm, extra in arm_overrides(base).items()}
+    arms = {arm: load_config("cpu-tiny", extra) for arm, extra in ARM_OVERRIDES.items()}
     assert set(arms) == {"spade", "fixed-pool", "frozen-designer"}
     spade = arms["spade"]
     assert arms["fixed-pool"].ablations.fixed_pool and arms["frozen-designer"].ablations.frozen_designer
-    assert not spade.ablations.fixed_pool and not spade.ablations.frozen_designer
+    assert spade.ablations == base.ablations and spade.designer == base.designer and spade.update == base.update
     for config in arms.values():
         assert config.agent.fill_reference  # a reference task in place of each design not played
         assert config.update == spade.update and config.run == spade.run and config.agent == spade.agent
         assert config.designer == spade.designer
     # the caller's overrides reach every arm
     both = {arm: load_config("cpu-tiny", ["designer.generations=3", *extra])
-            for arm, extra in arm_overrides(load_config("cpu-tiny", ["designer.generations=3"])).items()}  # fmt: skip
+            for arm, extra in ARM_OVERRIDES.items()}  # fmt: skip
     assert {config.designer.generations for config in both.values()} == {3}
 
 
@@ -57,7 +57,7 @@ def record_arm(run: Path, arm: str, before: list[float], after: list[float], reg
                seed: int = 0, agent_tokens: int = 900) -> None:  # fmt: skip
     """A finished one-iteration run, written through the models its files are read back with."""
     overrides = ["run.iterations=1", f"run.seed={seed}",
-                 *arm_overrides(load_config("cpu-tiny", ["run.iterations=1"]))[arm]]  # fmt: skip
+                 *ARM_OVERRIDES[arm]]  # fmt: skip
     run.mkdir(parents=True)
     (run / "config.json").write_text(load_config("cpu-tiny", overrides).model_dump_json())
     journal.append(run / "eval.jsonl", [held_out(-1, before), held_out(0, after)])

@@ -19,15 +19,22 @@ from trainers.designer.grounding import GROUNDED_SHARE
 from trainers.designer.loop import DesignOutcome, IterationMetrics
 from trainers.stats import bootstrap_difference, bootstrap_mean
 
-# The unaided win rate's bands: never, rarely, the paper's "wins 20-80% of the time", mostly, always.
-WIN_BANDS: tuple[tuple[str, float, float], ...] = (
-    ("0", 0.0, 0.0), ("<20%", 0.0, 0.2), ("20-80%", 0.2, 0.8), (">80%", 0.8, 1.0), ("1", 1.0, 1.0),
-)  # fmt: skip
+# The unaided win rate's bands (`win_band`): never, rarely, the paper's "wins 20-80% of the time", mostly, always.
+WIN_BANDS = ("0", "<20%", "20-80%", ">80%", "1")
 
 
 def at_frontier(mean_plain: float, regret: float) -> bool:
     """Unaided mean score strictly between 0 and 1, or a hint that helps."""
     return 0.0 < mean_plain < 1.0 or regret > 0
+
+
+def world_at_frontier(design: DesignOutcome) -> bool:
+    return at_frontier(design.mean_plain or 0.0, design.regret or 0.0)
+
+
+def grounded(design: DesignOutcome) -> bool:
+    """A world at least GROUNDED_SHARE of whose names and values its document holds."""
+    return design.grounding is not None and design.grounding >= GROUNDED_SHARE
 
 
 def scored(design: DesignOutcome) -> bool:
@@ -67,12 +74,12 @@ def designer_summary(designs: list[DesignOutcome], metrics: list[IterationMetric
     summary: dict[str, Any] = {
         "replies": len(replies),
         "valid": len(valid),
-        "frontier": sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in valid),
+        "frontier": sum(world_at_frontier(d) for d in valid),
         "regret_mean": None,
         "regret_ci95": None,
         "groups": groups,
         "groups_with_valid_spread": spread,
-        "grounded": sum(share >= GROUNDED_SHARE for share in groundings),
+        "grounded": sum(grounded(d) for d in valid),
         "grounding_mean": round(sum(groundings) / len(groundings), 4) if groundings else None,
     }
     if regrets:
@@ -137,7 +144,7 @@ def per_iteration(designs: list[DesignOutcome], metrics: list[IterationMetrics])
     for iteration in sorted(by_iteration):
         outcomes = by_iteration[iteration]
         valid = played(outcomes)
-        wins = dict.fromkeys((band for band, _, _ in WIN_BANDS), 0)
+        wins = dict.fromkeys(WIN_BANDS, 0)
         for design in valid:
             if design.solved_plain is not None:
                 wins[win_band(design.solved_plain)] += 1
@@ -148,13 +155,13 @@ def per_iteration(designs: list[DesignOutcome], metrics: list[IterationMetrics])
                 iteration=iteration,
                 replies=sum(d.verdict is not None for d in outcomes),
                 valid=len(valid),
-                frontier=sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in valid),
+                frontier=sum(world_at_frontier(d) for d in valid),
                 wins=wins,
                 regret_mean=_mean([d.regret for d in valid if d.regret is not None]),
                 plain_mean=_mean([d.mean_plain for d in valid if d.mean_plain is not None]),
                 hinted_mean=_mean([d.mean_hinted for d in valid if d.mean_hinted is not None]),
                 reward_mean=_mean(paid),
-                grounded=sum(d.grounding is not None and d.grounding >= GROUNDED_SHARE for d in valid),
+                grounded=sum(grounded(d) for d in valid),
                 vendi=metric.vendi if metric else None,
                 leak_rate=metric.answer_leak_rate if metric else None,
             )
@@ -204,17 +211,17 @@ def trend(values: dict[int, list[float]]) -> Trend | None:
 def trends(designs: list[DesignOutcome]) -> dict[str, Trend | None]:
     """The trends the designer is judged by: the frontier share of its valid worlds, and its reward (over
     every reply it was paid for, so validity counts too)."""
-    frontier: dict[int, list[float]] = defaultdict(list)
-    reward: dict[int, list[float]] = defaultdict(list)
+    frontier: dict[int, list[float]] = {}
+    reward: dict[int, list[float]] = {}
     for design in designs:
         if design.verdict is None:
             continue
-        reward.setdefault(design.iteration, [])  # an iteration with replies counts even when none was paid
-        frontier.setdefault(design.iteration, [])
+        # an iteration with replies counts even when none of them was valid or paid
+        shares, paid = frontier.setdefault(design.iteration, []), reward.setdefault(design.iteration, [])
         if scored(design):
-            frontier[design.iteration].append(float(at_frontier(design.mean_plain or 0.0, design.regret or 0.0)))
+            shares.append(float(world_at_frontier(design)))
         if design.reward is not None:
-            reward[design.iteration].append(design.reward)
+            paid.append(design.reward)
     return {"frontier_share": trend(frontier), "designer_reward": trend(reward)}
 
 
