@@ -17,6 +17,7 @@ from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
 from trainers.designer.regret import RewardMode, WinRate
+from trainers.designer.task_text import TaskText
 from trainers.suite import SuiteName
 
 
@@ -83,6 +84,11 @@ class DesignerConfig(_Section):
         "tables", description="Grounding documents: tables (reference data), python-docs, a file, a folder or hf:NAME."
     )
     document_tokens: int = Field(400, ge=32)
+    task_text: TaskText = Field(
+        "written",
+        description="Who words a spec's instruction and hint: the model (written), or trusted code from the plan and "
+        "question the model chose (derived; trainers/designer/task_text.py). derived needs format=spec.",
+    )
     reward: RewardMode = Field("regret", description="regret, blend or band (trainers/designer/regret.py).")
     plateau: tuple[float, float] = (0.4, 0.6)
     plateau_weight: float = Field(0.5, ge=0.0, description="blend: reward inside the plateau.")
@@ -199,6 +205,8 @@ class TrainConfig(_Section):
                 f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
                 "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
             )
+        if self.designer.task_text == "derived" and self.designer.format != "spec":
+            raise ValueError("designer.task_text=derived words a spec's task from its plan: set designer.format=spec")
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
         if (

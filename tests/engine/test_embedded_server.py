@@ -263,6 +263,55 @@ async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_st
     assert not restriction.refused and len(restriction.positions) > 0
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.anyio
+async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(server: EmbeddedServer) -> None:
+    """`task_text="derived"` on the real model: whole specs sampled in stages, whose instruction and hint are
+    exactly what trusted code words from each spec's own plan and question, with every sampled id the
+    server's and every token inside what the trainer's rebuilt grammars admit."""
+    import json
+
+    from engine.endpoints import EndpointPool
+    from engine.settings import EpisodeSettings
+    from toolworlds.spec import Spec
+    from trainers.checkpoint import load_policy
+    from trainers.constrained import AdmittedTokens
+    from trainers.corpus import Document
+    from trainers.designer.generate import DesignSample, sample_design
+    from trainers.designer.prompt import designer_messages
+    from trainers.designer.task_text import derived_hint, derived_instruction
+
+    settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=1024,
+                               temperature=1.0, completions="llama.cpp", extra_body=dict(EXACT_SAMPLING))  # fmt: skip
+    document = Document(source="test", title="Parcels", text="A courier tracks parcels; a parcel can be rerouted.")
+    messages = designer_messages(document, [], "spec")
+    _, tokenizer = load_policy(default_gguf())
+    whole = []
+    async with EndpointPool.open([server.base_url]) as pool:
+        for seed in range(6):
+            sample = DesignSample(key=f"d/{seed}", document="test", prompt_version="v", messages=messages)
+            await sample_design(pool, settings, "test", seed, sample, "spec", "derived")
+            assert sample.reply is not None and sample.tokens is not None and sample.tokens.exact
+            trace = sample.tokens
+            restriction = AdmittedTokens(tokenizer).restriction("", trace.completion_ids, trace.loss_mask, trace.spans)
+            assert not restriction.refused
+            try:
+                written = json.loads(sample.reply)
+            except json.JSONDecodeError:
+                continue  # cut by the token budget before it closed
+            whole.append(written)
+            break
+    assert whole, "no spec closed within 1024 tokens in 6 tries"
+    for written in whole:
+        task = written["task"]
+        if task["instruction"] == "-":  # a plan cut short by a refused call closes with placeholders
+            continue
+        spec = Spec.model_validate(written)
+        assert task["instruction"] == derived_instruction(spec.tables, spec.tools, task["plan"], spec.task.question)
+        assert task["hint"] == derived_hint(spec.tools, task["plan"])
+
+
 def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:
     out = tmp_path / "run"
     command = [sys.executable, "-m", "spadework", "rollout", "--world", LIBRARY, "--tasks", "1", "--out", str(out)]

@@ -138,3 +138,9 @@ def test_the_selfplay_preset_is_cpu_tiny_with_more_designs_and_iterations() -> N
     assert selfplay.designer.reward == tiny.designer.reward and selfplay.agent.call_schema == tiny.agent.call_schema
     assert selfplay.update == tiny.update and selfplay.run.eval_suite == tiny.run.eval_suite
     assert tiny.designer.documents == 1 and tiny.run.iterations == 5  # the overlay left cpu-tiny as it was
+
+
+def test_derived_task_text_needs_a_spec_designer() -> None:
+    assert load_config("cpu-tiny", ["designer.task_text=derived"]).designer.task_text == "derived"
+    with pytest.raises(ConfigError, match=r"designer\.task_text=derived .* set designer\.format=spec"):
+        load_config("cpu-tiny", ["designer.task_text=derived", "designer.format=python"])

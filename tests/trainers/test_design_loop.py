@@ -191,3 +191,14 @@ def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exi
     assert other.returncode == 2 and "differs in: settings.plays" in " ".join(other.stderr.split())
     patient = [*command[:-1], "9"]  # a longer request timeout is how the same run is continued after an outage
     assert subprocess.run(patient, capture_output=True, text=True, timeout=120, env={**os.environ}).returncode == 3
+
+
+def test_derived_task_text_outside_staged_specs_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), "--task-text",
+               "derived", "--designer-format", "spec"]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    told = " ".join(completed.stderr.split())
+    assert "--task-text" in told and "--designer-mode tokens" in told
+    assert not out.exists()

@@ -27,6 +27,7 @@ from toolworlds.untrusted.validate import validate_spec
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.stages import SpecStages, key_except, name_except
+from trainers.designer.task_text import TaskText
 from trainers.rows import TrainingRow
 
 # What a grammar holds: none of these may ever be a walk's problem.
@@ -55,8 +56,8 @@ LIBRARY_STAGES = [
 ]
 
 
-def walk(bytes_matcher: Any, rng: random.Random) -> tuple[str, SpecStages]:
-    stages, text = SpecStages(), ""
+def walk(bytes_matcher: Any, rng: random.Random, task_text: TaskText = "written") -> tuple[str, SpecStages]:
+    stages, text = SpecStages(task_text=task_text), ""
     while (grammar := stages.grammar()) is not None:
         part = random_reply(bytes_matcher, grammar, rng, close=0.15)
         stages.wrote(part)
@@ -97,6 +98,55 @@ def test_random_walks_through_the_stages_never_break_what_the_grammars_hold(byte
     assert compiled >= 30 and closed_early <= 4, (compiled, closed_early)
     assert meaningful >= 0.6 * compiled, (meaningful, compiled)  # the rest failed an earlier contract check
     assert len(set(stage_counts)) > 2  # the walks took different paths
+
+
+def test_walks_with_derived_text_give_tasks_that_mean_what_their_plans_do(bytes_matcher: Any) -> None:
+    """Trusted code words the instruction and hint from the plan: every spec that compiles and passes the
+    contract checks passes the meaning gate too, and no instruction holds its answer."""
+    rng = random.Random(11)
+    compiled = smoked = meaningful = 0
+    for _ in range(25):
+        text, _ = walk(bytes_matcher, rng, task_text="derived")
+        try:
+            compile_spec(parse_spec(text))
+        except SpecError as error:
+            assert not [p for p in error.problems if any(kind in p.problem for kind in HELD)], (error, text)
+            continue
+        compiled += 1
+        task = json.loads(text)["task"]
+        assert task["instruction"].startswith("Please ") and task["hint"].startswith("Use "), task
+        verdict = anyio.run(lambda: validate_spec(text, seeds=range(1)))  # noqa: B023 (run at once)
+        gates = {gate.name: gate for gate in verdict.gates}
+        if gates["smoke"].passed:
+            smoked += 1
+            # a value of punctuation alone (a search for '`') is the one thing the wording cannot mend
+            assert gates["meaning"].passed or "punctuation for a name" in gates["meaning"].detail, (gates, text)
+            meaningful += gates["meaning"].passed
+            assert verdict.answer_leak == 0.0, text
+    assert compiled >= 18 and smoked >= 0.6 * compiled and meaningful >= 0.8 * smoked, (compiled, smoked, meaningful)
+
+
+def test_derived_text_is_the_one_text_its_stages_admit(bytes_matcher: Any) -> None:
+    stages = SpecStages(task_text="derived")
+    for part in LIBRARY_STAGES[:13]:
+        stages.grammar()
+        stages.wrote(part)
+    brief = stages.grammar()
+    assert brief is not None and stages.stage == "brief"
+    said = "Please find the record in books whose title contains 'Dune', then set the on loan of 'B2' in books to true"
+    assert admits(bytes_matcher, brief, f', "instruction": "{said}."')
+    asked = ', "question": {"table": "books", "key": "B1", "field": "title"}, "instruction": "'
+    assert admits(bytes_matcher, brief, f"{asked}{said}, and tell me the title of 'B1' in books.\"")
+    assert not admits(bytes_matcher, brief, LIBRARY_STAGES[13])  # the model's own wording
+    # B2's title is 'Dune', which the instruction already names: no question whose answer it gives away
+    assert not admits(
+        bytes_matcher, brief, asked.replace("B1", "B2") + f"{said}, and tell me the title of 'B2' in books.\""
+    )
+    stages.wrote(f', "instruction": "{said}."')
+    hint = stages.grammar()
+    assert hint is not None
+    assert admits(bytes_matcher, hint, ', "hint": "Use search, then borrow.", "untouched": ["books/B3"]}}')
+    assert not admits(bytes_matcher, hint, LIBRARY_STAGES[14])
 
 
 def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(bytes_matcher: Any) -> None:

@@ -27,6 +27,7 @@ from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics, 
 from trainers.designer.memory import StatusThresholds, WorldMemory
 from trainers.designer.prompt import DesignFormat
 from trainers.designer.regret import RewardMode, RewardSettings, WinRate
+from trainers.designer.task_text import TaskText
 
 log = structlog.get_logger()
 
@@ -55,6 +56,9 @@ def design(
     designer_format: Annotated[
         DesignFormat, typer.Option(help="python: a Python world (sandboxed); spec: a JSON spec, schema-constrained.")
     ] = "python",
+    task_text: Annotated[
+        TaskText, typer.Option(help="A spec's instruction and hint: written by the model, or derived from its plan.")
+    ] = "written",
     agent_mode: Annotated[Mode, typer.Option(help="How the agent's plays talk to the model.")] = "chat",
     tokenizer: Annotated[str | None, typer.Option(help="tokens mode: tokenizer (default: the served GGUF).")] = None,
     designer_tokens: Annotated[int, typer.Option(min=64, help="Most tokens in a designer reply.")] = 2048,
@@ -84,6 +88,9 @@ def design(
                                  invalid_penalty=invalid_penalty)  # fmt: skip
     except (CorpusError, ValueError) as error:
         raise typer.BadParameter(str(error)) from None
+    if task_text == "derived" and (designer_format != "spec" or designer_mode != "tokens"):
+        raise typer.BadParameter("derived task text is worded stage by stage: give --designer-format spec "
+                                 "--designer-mode tokens", param_hint="--task-text")  # fmt: skip
     served = embedded_unless(endpoint, local_model, local_parallel)
     if served is not None:
         tokenizer = tokenizer or str(served.model)
@@ -107,6 +114,7 @@ def design(
             **common,
         ),
         format=designer_format,
+        task_text=task_text,
         # A play that fills a slot of the embedded server ends on its state, not in a refused request.
         agent=EpisodeSettings(
             mode=agent_mode,

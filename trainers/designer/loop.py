@@ -40,6 +40,7 @@ from trainers.designer.grounding import GROUNDED_SHARE, grounding
 from trainers.designer.memory import RememberedWorld, StatusThresholds, WorldMemory, code_hash
 from trainers.designer.prompt import PROMPT_VERSION, DesignFormat, designer_messages, prompt_version
 from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
+from trainers.designer.task_text import TaskText
 
 log = structlog.get_logger()
 
@@ -61,6 +62,7 @@ class DesignSettings:
     # the prefix of the episode it serves, and a staged spec re-sends its whole prefix with every stage.
     concurrency: int = 16
     format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
+    task_text: TaskText = "written"  # a spec's instruction and hint: sampled, or worded from its plan
     max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
 
 
@@ -160,7 +162,9 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     async def design(index: int, sample: DesignSample) -> None:
         async with limiter:
             seed = iteration * 10_000 + index
-            await sample_design(run.endpoints, settings.designer, run.run, seed, sample, settings.format)
+            await sample_design(
+                run.endpoints, settings.designer, run.run, seed, sample, settings.format, settings.task_text
+            )
 
     async with anyio.create_task_group() as group:
         for index, sample in enumerate(samples):

@@ -21,6 +21,10 @@ stage by stage, one request each, and each stage may only name what is already w
              about an existing record
     end      records that must stay untouched, among those the plan does not name
 
+With `task_text="derived"` the brief offers the questions only (each with the instruction trusted code words
+for it from the plan) and the hint is the plan's tools in order (`trainers.designer.task_text`): each a grammar
+of one string per choice, so what the model still chooses there is the question and the untouched records.
+
 The text is JSON the spec format parses (keys in a fixed order; `max_steps` left at its default). What the
 grammars do not hold (an answer that is empty, a hint that leaks nothing) the gates still judge. Every
 sampled token stays the server's; the trainer rebuilds each stage's admitted sets from the grammar recorded
@@ -45,6 +49,7 @@ from toolworlds.spec import (
     RESERVED,
     FieldSpec,
     PlannedCall,
+    Question,
     SearchTool,
     Spec,
     SpecError,
@@ -56,6 +61,7 @@ from toolworlds.spec import (
 )
 from toolworlds.spec_compile import same_value, state_after_plan, tool_contract
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
+from trainers.designer.task_text import TaskText, derived_hint, derived_instruction, says
 
 Stage = Literal["table", "field", "records", "record", "tool", "task", "call", "brief", "hint"]
 _CLOSE = '"], \\"instruction\\": \\"-\\", \\"hint\\": \\"-\\"}}"'  # a plan cut short: the spec still parses
@@ -127,8 +133,9 @@ def key_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_
 class SpecStages:
     """The stage machine of one staged spec: `grammar()` for the next stage, `wrote(text)` with what it sampled."""
 
-    def __init__(self, budget: SpecBudget = SPEC_BUDGET) -> None:
+    def __init__(self, budget: SpecBudget = SPEC_BUDGET, task_text: TaskText = "written") -> None:
         self.budget = budget
+        self.task_text = task_text  # "derived": trusted code words the instruction and hint (`task_text`)
         self.stage: Stage | None = "table"
         self.tables: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
@@ -365,7 +372,8 @@ class SpecStages:
         # no record (search, list, create), or records enough that one call cannot take them all.
         needs_none = any(tool.kind in ("search", "list", "create") for tool in spec.tools)
         more = len(self.plan) + 1 < self.budget.plan and (needs_none or sum(map(len, state.values())) > 2)
-        can_ask = any(state.values())  # a read changes nothing: what exists now exists after it
+        # a read changes nothing: what exists now exists after it (derived text asks only what has an answer)
+        can_ask = bool(self._questions(tables, state)) if self.task_text == "derived" else any(state.values())
         options = []
         if changing:
             after_change = _choice(['", "', '"]"'] if more else ['"]"'])
@@ -437,6 +445,8 @@ class SpecStages:
             state = state_after_plan(self._partial_spec(tables, self.plan))
         except (SpecError, ValueError, TypeError):
             state = {}
+        if self.task_text == "derived":
+            return self._derived_brief(tables, state, rules)
         typed, opening = self._typed_values(), rules.add('[A-Z] [a-z]{1,14} (" " [a-z]{2,14}){2,3}')
         instruction = '", \\"instruction\\": "'
         options = [
@@ -452,6 +462,35 @@ class SpecStages:
         if asked is None or not self._plan_changes():  # reads alone must ask (the `_call` grammar saw to it)
             return rules.grammar(asked or told)
         return rules.grammar(_choice([asked, told]))
+
+    def _derived_brief(self, tables: list[TableSpec], state: dict[str, Any], rules: GrammarRules) -> str:
+        """The question the model chooses (any field but the key of a record that exists after the plan,
+        whose answer is not empty and not already in the instruction), each with the instruction trusted code
+        words for it (`derived_instruction`); no question only after a change."""
+        tools = self._written_tools(tables)
+
+        def told(question: Question | None) -> str:
+            instruction = derived_instruction(tables, tools, self.plan, question)
+            return f'", \\"instruction\\": " {json_literal(instruction)}'
+
+        options = []
+        for question, answer in self._questions(tables, state):
+            if not says(derived_instruction(tables, tools, self.plan, question), answer):
+                options.append(f'", \\"question\\": " {json_literal(question.model_dump())} {told(question)}')
+        if self._plan_changes() or not options:
+            options.append(told(None))
+        return rules.grammar(_choice(options))  # with neither question nor change, the gates say so
+
+    @staticmethod
+    def _questions(tables: list[TableSpec], state: dict[str, Any]) -> list[tuple[Question, Any]]:
+        """(question, answer) for every field but the key of every record in `state` whose value is not empty."""
+        return [
+            (Question(table=table.name, key=key, field=name), record.get(name))
+            for table in tables
+            for key, record in state.get(table.name, {}).items()
+            for name in table.fields
+            if name != table.key and str(record.get(name, "")).strip()
+        ]
 
     def _typed_values(self) -> list[str]:
         """What the plan types, as the instruction must name it (`toolworlds.checks.task_meaning`): every
@@ -479,6 +518,16 @@ class SpecStages:
         no single quote, so never a copy of the instruction (which quotes what it names) and never a quoted
         value; optional untouched records, among those no planned call names; then the spec closes."""
         rules, tables = GrammarRules(), self._written_tables()
+        if self.task_text == "derived":
+            hint = json_literal(derived_hint(self._written_tools(tables), self.plan))
+        else:
+            hint = self._written_hint(rules)
+        named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}
+        refs = [json_literal(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
+        untouched = f'(", \\"untouched\\": [" {_repeat(_choice(refs), self.budget.untouched)} "]")?' if refs else '""'
+        return rules.grammar(f'", \\"hint\\": " {hint} {untouched} "}}}}"')
+
+    def _written_hint(self, rules: GrammarRules) -> str:
         tools = [str(tool.get("name")) for tool in self.tools if _IDENTIFIER.fullmatch(str(tool.get("name")))]
         copies = set() if "'" in self.instruction else self._copies_of_instruction()  # nothing quoted: one may copy
         steps = []
@@ -486,11 +535,7 @@ class SpecStages:
             taken = {copy[len(opener) :] for copy in copies if copy.startswith(opener)}
             rest = text_except(taken, UNQUOTED, UNQUOTED, self.budget.text, rules, quoted=False)
             steps.append(f"{literal(opener)} {rest if taken else f'{_UNQUOTED}{{0,{self.budget.text}}}'}")
-        hint = f'"\\"" {_choice(steps)} "\\""'
-        named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}
-        refs = [json_literal(f"{t.name}/{k}") for t in tables for k in self._keys(t) if k not in named]
-        untouched = f'(", \\"untouched\\": [" {_repeat(_choice(refs), self.budget.untouched)} "]")?' if refs else '""'
-        return rules.grammar(f'", \\"hint\\": " {hint} {untouched} "}}}}"')
+        return f'"\\"" {_choice(steps)} "\\""'
 
     def _copies_of_instruction(self) -> set[str]:
         """The hints the gates read as the instruction (equal once stripped): a hint starts with a visible

@@ -1,0 +1,118 @@
+"""A designed task's instruction and hint, written by trusted code from its plan (`designer.task_text=derived`).
+
+The embedded designer wrote instructions such as "Crowns of the World of The Knight" and "Do what you are
+told, but not whats", and hints such as "Use cuisine:", even with every value its plan types forced into the
+instruction by the grammar (46 valid worlds of a train-selfplay run at 4cd5292, none a request a person could
+act on). A spec's plan and question already say what the task is, so trusted code can word it: one clause
+per planned call, in plan order, then the question; the hint names the plan's tools in their order. The
+designer still chooses the world (tables, fields, records, tools), the plan, the question and the records
+that must stay untouched: only those choices learn. The stages offer each text as a grammar of that one
+string, so the reply stays the tokens the server sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from toolworlds.spec import (
+    CreateTool,
+    DeleteTool,
+    ListTool,
+    LookupTool,
+    Question,
+    SearchTool,
+    TableSpec,
+    ToolDefinition,
+    TransferTool,
+    UpdateTool,
+)
+
+TaskText = Literal["written", "derived"]  # who writes a staged spec's instruction and hint: the model, or trusted code
+
+
+def derived_instruction(
+    tables: Sequence[TableSpec],
+    tools: Sequence[ToolDefinition],
+    plan: Sequence[Mapping[str, Any]],
+    question: Question | None,
+) -> str:
+    """One sentence, "Please <a clause per call>, then <...>, and tell me <the question>.", naming in single
+    quotes every value the plan types and the record the question asks about."""
+    by_table = {table.name: table for table in tables}
+    by_name = {tool.name: tool for tool in tools}
+    clauses = []
+    for call in plan:
+        tool = by_name.get(str(call.get("tool")))
+        table = by_table.get(tool.table) if tool is not None else None
+        if tool is not None and table is not None:
+            clauses.append(_clause(tool, table, call.get("arguments") or {}))
+    if question is not None:
+        asked = f"tell me the {_words(question.field)} of {_quoted(question.key)} in {_words(question.table)}"
+        clauses.append(f"and {asked}" if clauses else asked)
+    if not clauses:
+        return "Please finish."
+    return "Please " + ", then ".join(clauses).replace(", then and ", ", and ") + "."
+
+
+def derived_hint(tools: Sequence[ToolDefinition], plan: Sequence[Mapping[str, Any]]) -> str:
+    """The plan's tools in its order, "Use <tool>, then <tool>." (a tool called twice in a row, once): which
+    tools and in what order, never an id, an amount or an answer."""
+    known = {tool.name for tool in tools}
+    order: list[str] = []
+    for call in plan:
+        name = str(call.get("tool"))
+        if name in known and (not order or order[-1] != name):
+            order.append(name)
+    return "Use " + ", then ".join(order) + "." if order else "Look up the records the task names first."
+
+
+def says(instruction: str, value: Any) -> bool:
+    """Whether the instruction already holds `value` as it would name it (a question whose answer it holds
+    asks nothing)."""
+    return _quoted(value).strip("'").casefold() in instruction.casefold()
+
+
+def _clause(tool: ToolDefinition, table: TableSpec, arguments: Mapping[str, Any]) -> str:
+    records, key = _words(table.name), _quoted(arguments.get(table.key))
+    if isinstance(tool, LookupTool):
+        return f"look up {key} in {records}"
+    if isinstance(tool, SearchTool):
+        how = "contains" if tool.match == "contains" else "is"
+        return f"find the record in {records} whose {_words(tool.field)} {how} {_quoted(arguments.get(tool.field))}"
+    if isinstance(tool, ListTool):
+        if tool.filter_by is None:
+            return f"list every record in {records}"
+        value = _quoted(arguments.get(tool.filter_by))
+        return f"list the records in {records} whose {_words(tool.filter_by)} is {value}"
+    if isinstance(tool, UpdateTool):
+        new = tool.value if tool.value is not None else arguments.get(tool.field)
+        return f"set the {_words(tool.field)} of {key} in {records} to {_quoted(new)}"
+    if isinstance(tool, CreateTool):
+        given = [f"{_words(name)} {_quoted(value)}" for name, value in arguments.items() if name != table.key]
+        new = f"{key} to {records}" if table.key in arguments else f"a record to {records}"
+        return f"add {new}" + (f" with {_listing(given)}" if given else "")
+    if isinstance(tool, DeleteTool):
+        return f"remove {key} from {records}"
+    assert isinstance(tool, TransferTool)
+    source, target = arguments.get(f"from_{table.key}"), arguments.get(f"to_{table.key}")
+    amount = _quoted(arguments.get("amount"))
+    return f"move {amount} of {_words(tool.field)} from {_quoted(source)} to {_quoted(target)} in {records}"
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _quoted(value: Any) -> str:
+    """A value as the instruction names it: text and numbers in single quotes (a whole number without its
+    `.0`), a flag as a word."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return f"'{value}'"
+
+
+def _listing(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
