@@ -124,7 +124,8 @@ resume run *flags="": model
     spadework train --resume {{run}} {{flags}}
     spadework report {{run}}
 
-# The designer on each grounding corpus (python-docs, tables), same seed, one table side by side (~25 min each).
+# The designer on each grounding corpus (python-docs, tables), same seed, one table side by side (~25 min each);
+# `--task-texts written derived` adds the task worded by trusted code beside the model's own wording.
 bench-corpora out="runs/corpora" *flags="": model
     python benchmarks/designer_corpora.py --out {{out}} {{flags}}
 

@@ -1,14 +1,17 @@
-"""The designer on each grounding corpus, same seeds, side by side: what a corpus does to the worlds.
+"""The designer on each grounding corpus and task wording, same seeds, side by side.
 
 Runs `spadework design` (the embedded model, the CPU preset's designer: specs written in stages, 768 tokens,
-temperature 0.7; the agent constrained, 4 turns of 64 tokens) once per corpus with the same seed, then
-prints one table: validity, what the gates rejected (the `meaning` gate's rejections counted apart: worlds
-that passed every other gate), the Vendi score of the valid worlds' tool schemas, grounding (the share of a
-valid world's names and record values found in its document; worlds at least half grounded), regret, and
-the frontier share (valid worlds the agent neither always nor never solves unaided, or with regret > 0).
-A finished corpus run is read back, not run again, so a killed comparison resumes.
+temperature 0.7, paid the band on partial credit; the agent constrained, 4 turns of 64 tokens) once per
+corpus and `--task-text` (written by the model, or derived from the plan by trusted code) with the same
+seed, then prints one table: validity, what the gates rejected (the `meaning` gate's rejections counted
+apart: worlds that passed every other gate), the Vendi score of the valid worlds' tool schemas, grounding
+(the share of a valid world's names and record values found in its document; worlds at least half
+grounded), regret with its interval, hinted and unaided means, the frontier share (valid worlds the agent
+neither always nor never solves unaided, or with regret > 0), and the designer groups whose valid designs
+were paid different rewards. A finished run is read back, not run again, so a killed comparison resumes.
 
     python benchmarks/designer_corpora.py --out runs/corpora      # or: just bench-corpora
+    python benchmarks/designer_corpora.py --corpora tables --task-texts written derived
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ from trainers.corpus import Corpus, open_source
 from trainers.designer.diversity import vendi_score
 from trainers.designer.grounding import GROUNDED_SHARE, grounding
 from trainers.designer.loop import read_designs, read_metrics
-from trainers.designer.measures import at_frontier, played
+from trainers.designer.measures import at_frontier, designer_summary, played
 
 DESIGN = ["--designer-format", "spec", "--designer-mode", "tokens", "--designer-tokens", "768", "--temperature",
           "0.7", "--agent-mode", "constrained", "--agent-turns", "4", "--agent-tokens", "64",
-          "--document-tokens", "400"]  # fmt: skip
+          "--document-tokens", "400", "--reward", "band", "--win", "credit"]  # fmt: skip
 
 
 def parsed_specs(out: Path, corpus: str, seed: int, documents: int) -> tuple[list[float], float]:
@@ -66,6 +69,8 @@ def summary(out: Path, corpus: str, seed: int, documents: int) -> dict[str, str]
     scored = played(designs)
     groundings = [d.grounding for d in designs if d.grounding is not None]
     regrets = [d.regret for d in scored if d.regret is not None]
+    block = designer_summary(designs)
+    interval = block["regret_ci95"]
     vendi = [f"{m.vendi:.2f}" for m in metrics]
     meaning_kinds = ", ".join(f"{kind.removeprefix('meaning: ')} {n}" for kind, n in meaning.items())
     other = [f"{kind} {n}" for kind, n in rejections.most_common() if not kind.startswith("meaning")]
@@ -78,8 +83,12 @@ def summary(out: Path, corpus: str, seed: int, documents: int) -> dict[str, str]
         f"{sum(g >= GROUNDED_SHARE for g in everything)} of {len(everything)}; {parsed_vendi:.2f}",
         "grounding of valid worlds, mean": f"{statistics.fmean(groundings):.2f}" if groundings else "-",
         f"grounded (>= {GROUNDED_SHARE:.0%})": f"{sum(g >= GROUNDED_SHARE for g in groundings)} of {len(groundings)}",
-        "regret, mean": f"{statistics.fmean(regrets):+.3f}" if regrets else "-",
+        "regret, mean (95% CI)": f"{statistics.fmean(regrets):+.3f} [{interval[0]:+.3f}, {interval[1]:+.3f}]"
+        if regrets else "-",
+        "hinted / unaided mean": f"{statistics.fmean(d.mean_hinted or 0.0 for d in scored):.3f} / "
+        f"{statistics.fmean(d.mean_plain or 0.0 for d in scored):.3f}" if scored else "-",
         "frontier": f"{sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in scored)} of {len(scored)}",
+        "groups with reward spread among valid designs": f"{block['groups_with_valid_spread']} of {block['groups']}",
         "unaided means": " ".join(f"{d.mean_plain:.2f}" for d in scored) or "-",
     }  # fmt: skip
 
@@ -88,27 +97,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("runs/corpora"))
     parser.add_argument("--corpora", nargs="+", default=["python-docs", "tables"])
+    parser.add_argument("--task-texts", nargs="+", default=["written"], choices=["written", "derived"])
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--documents", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--plays", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    for corpus in args.corpora:
-        out = args.out / corpus
+    arms = [(corpus, text) for corpus in args.corpora for text in args.task_texts]
+    for corpus, text in arms:
+        out = arm_directory(args.out, corpus, text)
         if len(read_metrics(out)) >= args.iterations if out.exists() else False:
             continue
+        sizes = ["--iterations", args.iterations, "--documents", args.documents, "--generations", args.generations,
+                 "--plays", args.plays, "--seed", args.seed]  # fmt: skip
         command = [sys.executable, "-m", "spadework", "design", "--out", str(out), "--corpus", corpus, *DESIGN,
-                   "--iterations", str(args.iterations), "--documents", str(args.documents), "--generations",
-                   str(args.generations), "--plays", str(args.plays), "--seed", str(args.seed)]  # fmt: skip
-        print(f"designing on {corpus}: {' '.join(command[1:])}", flush=True)
+                   "--task-text", text, *map(str, sizes)]  # fmt: skip
+        print(f"designing on {arm_label(corpus, text)}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True)
-    summaries = {corpus: summary(args.out / corpus, corpus, args.seed, args.documents) for corpus in args.corpora}
+    summaries = {arm: summary(arm_directory(args.out, *arm), arm[0], args.seed, args.documents) for arm in arms}
     rows = list(next(iter(summaries.values())))
-    print(f"\n| seed {args.seed} | " + " | ".join(args.corpora) + " |")
-    print("|---|" + "---|" * len(args.corpora))
+    print(f"\n| seed {args.seed} | " + " | ".join(arm_label(*arm) for arm in arms) + " |")
+    print("|---|" + "---|" * len(arms))
     for row in rows:
-        print(f"| {row} | " + " | ".join(summaries[corpus][row] for corpus in args.corpora) + " |")
+        print(f"| {row} | " + " | ".join(summaries[arm][row] for arm in arms) + " |")
+
+
+def arm_directory(out: Path, corpus: str, text: str) -> Path:
+    """`OUT/<corpus>` for the model's own wording (as before there was a choice), `OUT/<corpus>-derived`."""
+    return out / (corpus if text == "written" else f"{corpus}-{text}")
+
+
+def arm_label(corpus: str, text: str) -> str:
+    return corpus if text == "written" else f"{corpus}, {text}"
 
 
 if __name__ == "__main__":
