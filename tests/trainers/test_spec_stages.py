@@ -133,15 +133,13 @@ def test_derived_text_is_the_one_text_its_stages_admit(bytes_matcher: Any) -> No
         stages.wrote(part)
     brief = stages.grammar()
     assert brief is not None and stages.stage == "brief"
-    said = "Please find the record in books whose title contains 'Dune', then set the on loan of 'B2' in books to true"
+    said = "Please find the record in books whose title contains 'Dune', then set the on loan of 'B2' to true"
     assert admits(bytes_matcher, brief, f', "instruction": "{said}."')
     asked = ', "question": {"table": "books", "key": "B1", "field": "title"}, "instruction": "'
-    assert admits(bytes_matcher, brief, f"{asked}{said}, and tell me the title of 'B1' in books.\"")
+    assert admits(bytes_matcher, brief, f"{asked}{said}, and tell me the title of 'B1'.\"")
     assert not admits(bytes_matcher, brief, LIBRARY_STAGES[13])  # the model's own wording
     # B2's title is 'Dune', which the instruction already names: no question whose answer it gives away
-    assert not admits(
-        bytes_matcher, brief, asked.replace("B1", "B2") + f"{said}, and tell me the title of 'B2' in books.\""
-    )
+    assert not admits(bytes_matcher, brief, asked.replace("B1", "B2") + f"{said}, and tell me the title of 'B2'.\"")
     stages.wrote(f', "instruction": "{said}."')
     hint = stages.grammar()
     assert hint is not None

@@ -51,34 +51,33 @@ def say(*plan: tuple[str, dict[str, object]], question: Question | None = None) 
 
 
 def test_each_kind_of_call_is_one_clause_naming_what_it_types() -> None:
-    assert say(("show", {"account_id": "A1"})) == "Please look up 'A1' in bank accounts."
+    assert say(("show", {"account_id": "A1"})) == "Please look up 'A1'."
     assert say(("find", {"owner": "Ada"})) == "Please find the record in bank accounts whose owner is 'Ada'."
     assert say(("by_status", {"status": "open"})) == "Please list the records in bank accounts whose status is 'open'."
     assert say(("everything", {})) == "Please list every record in bank accounts."
-    assert say(("freeze", {"account_id": "A2"})) == "Please set the status of 'A2' in bank accounts to 'frozen'."
-    assert say(("set_status", {"account_id": "A2", "status": "open"})) == (
-        "Please set the status of 'A2' in bank accounts to 'open'."
-    )
+    assert say(("freeze", {"account_id": "A2"})) == "Please set the status of 'A2' to 'frozen'."
+    assert say(("set_status", {"account_id": "A2", "status": "open"})) == ("Please set the status of 'A2' to 'open'.")
     assert say(("open_account", {"account_id": "A3", "owner": "Cy", "balance": 10.0, "status": "open"})) == (
         "Please add 'A3' to bank accounts with owner 'Cy', balance '10' and status 'open'."
     )
     assert say(("open_numbered", {"owner": "Cy"})) == "Please add a record to bank accounts with owner 'Cy'."
     assert say(("close", {"account_id": "A2"})) == "Please remove 'A2' from bank accounts."
     assert say(("pay", {"from_account_id": "A1", "to_account_id": "A2", "amount": 12.5})) == (
-        "Please move '12.5' of balance from 'A1' to 'A2' in bank accounts."
+        "Please move '12.5' of balance from 'A1' to 'A2'."
     )
 
 
 def test_calls_follow_in_plan_order_and_the_question_comes_last() -> None:
     question = Question(table="bank_accounts", key="A2", field="balance")
     assert say(("find", {"owner": "Bo"}), ("freeze", {"account_id": "A2"}), question=question) == (
-        "Please find the record in bank accounts whose owner is 'Bo', then set the status of 'A2' in bank accounts "
-        "to 'frozen', and tell me the balance of 'A2' in bank accounts."
+        "Please find the record in bank accounts whose owner is 'Bo', then set the status of 'A2' to 'frozen', "
+        "and tell me the balance of 'A2'."
     )
     assert say(("everything", {}), question=question) == (
-        "Please list every record in bank accounts, and tell me the balance of 'A2' in bank accounts."
+        "Please list every record in bank accounts, and tell me the balance of 'A2'."
     )
-    assert say(question=question) == "Please tell me the balance of 'A2' in bank accounts."
+    assert say(question=question) == "Please tell me the balance of 'A2'."
+    assert say(("everything", {}), ("everything", {})) == "Please list every record in bank accounts."
 
 
 def test_the_hint_names_the_plans_tools_in_order_once_each_in_a_row() -> None:

@@ -38,21 +38,23 @@ def derived_instruction(
     question: Question | None,
 ) -> str:
     """One sentence, "Please <a clause per call>, then <...>, and tell me <the question>.", naming in single
-    quotes every value the plan types and the record the question asks about."""
+    quotes every value the plan types and the record the question asks about. A record is named by its key
+    alone (the reply's tokens are few: a valid spec took up to 759 of the 768 the CPU preset allows); a
+    table only where a call reaches records by something else (search, list), adds or removes one."""
     by_table = {table.name: table for table in tables}
     by_name = {tool.name: tool for tool in tools}
     clauses = []
     for call in plan:
         tool = by_name.get(str(call.get("tool")))
         table = by_table.get(tool.table) if tool is not None else None
-        if tool is not None and table is not None:
-            clauses.append(_clause(tool, table, call.get("arguments") or {}))
+        clause = _clause(tool, table, call.get("arguments") or {}) if tool is not None and table is not None else None
+        if clause is not None and clause not in clauses:  # the same read twice asks nothing new
+            clauses.append(clause)
+    sentence = ", then ".join(clauses)
     if question is not None:
-        asked = f"tell me the {_words(question.field)} of {_quoted(question.key)} in {_words(question.table)}"
-        clauses.append(f"and {asked}" if clauses else asked)
-    if not clauses:
-        return "Please finish."
-    return "Please " + ", then ".join(clauses).replace(", then and ", ", and ") + "."
+        asked = f"tell me the {_words(question.field)} of {_quoted(question.key)}"
+        sentence = f"{sentence}, and {asked}" if sentence else asked
+    return f"Please {sentence}." if sentence else "Please finish."
 
 
 def derived_hint(tools: Sequence[ToolDefinition], plan: Sequence[Mapping[str, Any]]) -> str:
@@ -76,7 +78,7 @@ def says(instruction: str, value: Any) -> bool:
 def _clause(tool: ToolDefinition, table: TableSpec, arguments: Mapping[str, Any]) -> str:
     records, key = _words(table.name), _quoted(arguments.get(table.key))
     if isinstance(tool, LookupTool):
-        return f"look up {key} in {records}"
+        return f"look up {key}"
     if isinstance(tool, SearchTool):
         how = "contains" if tool.match == "contains" else "is"
         return f"find the record in {records} whose {_words(tool.field)} {how} {_quoted(arguments.get(tool.field))}"
@@ -87,7 +89,7 @@ def _clause(tool: ToolDefinition, table: TableSpec, arguments: Mapping[str, Any]
         return f"list the records in {records} whose {_words(tool.filter_by)} is {value}"
     if isinstance(tool, UpdateTool):
         new = tool.value if tool.value is not None else arguments.get(tool.field)
-        return f"set the {_words(tool.field)} of {key} in {records} to {_quoted(new)}"
+        return f"set the {_words(tool.field)} of {key} to {_quoted(new)}"
     if isinstance(tool, CreateTool):
         given = [f"{_words(name)} {_quoted(value)}" for name, value in arguments.items() if name != table.key]
         new = f"{key} to {records}" if table.key in arguments else f"a record to {records}"
@@ -97,7 +99,7 @@ def _clause(tool: ToolDefinition, table: TableSpec, arguments: Mapping[str, Any]
     assert isinstance(tool, TransferTool)
     source, target = arguments.get(f"from_{table.key}"), arguments.get(f"to_{table.key}")
     amount = _quoted(arguments.get("amount"))
-    return f"move {amount} of {_words(tool.field)} from {_quoted(source)} to {_quoted(target)} in {records}"
+    return f"move {amount} of {_words(tool.field)} from {_quoted(source)} to {_quoted(target)}"
 
 
 def _words(name: str) -> str:
