@@ -104,7 +104,7 @@ train-selfplay *flags="": model
 
 # SPADE against its ablations (fixed-pool, frozen-designer) at equal agent compute, 2 seeds each, the untrained
 # policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 30 held-out tasks per world (sized from the main
-# job's stage times to about 2.2 hours on 2 cores: an estimate, not yet run whole). One table (also
+# job's stage times; measured whole on a fresh clone: 2 h 28 min with the install, 2026-12-04). One table (also
 # OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired differences; the same command on the
 # same OUT resumes a killed arm. `--seeds 3 --set run.iterations=5` for more.
 train-tools-compare out="runs/compare" *flags="": model
