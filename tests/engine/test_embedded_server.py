@@ -300,13 +300,12 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(serve
                 written = json.loads(sample.reply)
             except json.JSONDecodeError:
                 continue  # cut by the token budget before it closed
-            whole.append(written)
-            break
-    assert whole, "no spec closed within 1024 tokens in 6 tries"
+            if written["task"]["instruction"] != "-":  # "-": a plan cut short by a refused call closes at once
+                whole.append(written)
+                break
+    assert whole, "no spec reached its instruction within 1024 tokens in 6 tries"
     for written in whole:
         task = written["task"]
-        if task["instruction"] == "-":  # a plan cut short by a refused call closes with placeholders
-            continue
         spec = Spec.model_validate(written)
         assert task["instruction"] == derived_instruction(spec.tables, spec.tools, task["plan"], spec.task.question)
         assert task["hint"] == derived_hint(spec.tools, task["plan"])

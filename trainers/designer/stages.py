@@ -468,17 +468,15 @@ class SpecStages:
         whose answer is not empty and not already in the instruction), each with the instruction trusted code
         words for it (`derived_instruction`); no question only after a change."""
         tools = self._written_tools(tables)
-
-        def told(question: Question | None) -> str:
-            instruction = derived_instruction(tables, tools, self.plan, question)
-            return f'", \\"instruction\\": " {json_literal(instruction)}'
-
+        told = '", \\"instruction\\": "'
         options = []
         for question, answer in self._questions(tables, state):
-            if not says(derived_instruction(tables, tools, self.plan, question), answer):
-                options.append(f'", \\"question\\": " {json_literal(question.model_dump())} {told(question)}')
+            instruction = derived_instruction(tables, tools, self.plan, question)
+            if not says(instruction, answer):
+                asked = json_literal(question.model_dump())
+                options.append(f'", \\"question\\": " {asked} {told} {json_literal(instruction)}')
         if self._plan_changes() or not options:
-            options.append(told(None))
+            options.append(f"{told} {json_literal(derived_instruction(tables, tools, self.plan, None))}")
         return rules.grammar(_choice(options))  # with neither question nor change, the gates say so
 
     @staticmethod
