@@ -101,7 +101,9 @@ def test_sampling_settings_that_would_make_the_loss_wrong_are_refused(overrides:
 def test_the_cpu_preset_trains_and_measures_on_the_lite_suite() -> None:
     tiny = load_config("cpu-tiny")
     assert tiny.agent.suite == tiny.run.eval_suite == "reference-lite" and tiny.agent.call_schema
-    assert 3 * tiny.run.eval_tasks >= 200, "at least 200 held-out episodes per measurement"
+    # 150 held-out episodes a measurement: on run 16's plays, 50 tasks a world gave an interval 10.0 points wide
+    # against 9.5 at 67 (docs/runs.md), and the main job fits its 45 minutes with margin
+    assert 3 * tiny.run.eval_tasks >= 150, "at least 150 held-out episodes per measurement"
 
 
 def test_a_resumed_run_served_by_endpoints_may_move_to_new_ones_and_nothing_else(tmp_path: Path) -> None:
