@@ -148,8 +148,8 @@ def _sampled_ids_and_logprobs(choice: dict[str, Any]) -> tuple[list[int], list[f
 class Stages(Protocol):
     """A reply written in stages (`TokensClient.sample_stages`): each stage's grammar from what came before."""
 
-    def grammar(self) -> str | None:
-        """The next stage's grammar; None when the reply is whole."""
+    def grammar(self, tokens_left: int) -> str | None:
+        """The next stage's grammar, knowing how many of the reply's tokens are left; None when the reply is whole."""
 
     def wrote(self, text: str) -> None:
         """Take in the text the current stage sampled."""
@@ -280,7 +280,7 @@ class TokensClient:
         reply: list[int] = []
         usage = [0, 0]
         truncated = False
-        grammar = stages.grammar()
+        grammar = stages.grammar(budget)
         while grammar is not None:
             if len(reply) >= budget:
                 truncated = True
@@ -289,7 +289,7 @@ class TokensClient:
             sampled, truncated = await self._sample_span(grammar, budget - len(reply) + 1, turn, usage)
             ended = bool(sampled) and sampled[-1] in self.template.stop_ids
             stages.wrote(self.template.reply_text(sampled))
-            grammar = stages.grammar()
+            grammar = stages.grammar(budget - len(reply) - len(sampled) + 1)  # the stage's end step is dropped
             if len(reply) + len(sampled) > budget:  # the step past the budget (room for a stage's end) is not kept
                 self._drop_last()
                 reply.extend(sampled[:-1])

@@ -97,3 +97,43 @@ def test_sampled_ids_are_read_in_vllm_and_llama_cpp_shapes() -> None:
     assert _sampled_ids_and_logprobs(llama_cpp) == ([5, 6], [-0.1, -0.2])
     with pytest.raises(EndpointFailure, match="needs the sampled ids"):
         _sampled_ids_and_logprobs({"text": "no ids here"})
+
+
+class _CountingStages:
+    """Two stages under a grammar the mock ignores (it answers as the oracle agent); records the tokens left."""
+
+    def __init__(self) -> None:
+        self.left: list[int] = []
+        self.texts: list[str] = []
+
+    def grammar(self, tokens_left: int) -> str | None:
+        self.left.append(tokens_left)
+        return 'root ::= "x"' if len(self.left) <= 2 else None
+
+    def wrote(self, text: str) -> None:
+        self.texts.append(text)
+
+
+@pytest.mark.anyio
+async def test_staged_sampling_tells_each_stage_the_tokens_left_of_the_reply(tokens_url: str) -> None:
+    """A stage's grammar may depend on how much of the turn's budget is left (a staged spec offers more
+    records only while it can still close): each stage is told the budget less every token kept before it."""
+    from engine.clients import Route, TokensClient
+    from engine.endpoints import EndpointPool
+    from engine.episode import EPISODE_HEADER
+    from engine.settings import EpisodeSettings
+    from engine.trajectory import Turn
+
+    budget = 400
+    settings = EpisodeSettings(mode="tokens", tokenizer="bytes", max_tokens_per_turn=budget)
+    stages = _CountingStages()
+    async with EndpointPool.open([tokens_url]) as pool:
+        with pool.sticky() as endpoint:
+            route = Route(pool, endpoint, {EPISODE_HEADER: "test/agent/banking/0/plain/0"}, 30.0)
+            client = TokensClient(route, settings, [], load_template("bytes"))
+            messages = [{"role": "system", "content": "Design a world."}, {"role": "user", "content": "Go."}]
+            client.start(messages)
+            turn = Turn(index=0, endpoint=endpoint.url, started_s=0.0, latency_s=0.0, attempts=0)
+            await client.sample_stages(stages, turn)
+    first = len(stages.texts[0].encode())  # a byte a token
+    assert first > 0 and stages.left[:2] == [budget, budget - first], (stages.left, stages.texts)

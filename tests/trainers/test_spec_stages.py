@@ -159,6 +159,31 @@ def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(b
     assert world.name == "library" and world.expectations.goal_count == 1
 
 
+def test_a_stage_offers_more_only_while_the_tokens_left_pay_for_it_and_for_the_end(bytes_matcher: Any) -> None:
+    """With the reply's tokens left, another field, record, table, tool or call is offered only where the
+    tokens pay for this stage, the next item and the cheapest way to the spec's end (`StageTokens`); one token
+    short, the stage closes its list, and that close stays admitted."""
+    tokens = SPEC_BUDGET.tokens
+    records_end = LIBRARY_STAGES[5].removesuffix("]}, ") + "]}]"
+    cases = [  # (stages written before, a text that asks for more, one that closes instead, what more costs)
+        (0, LIBRARY_STAGES[0], LIBRARY_STAGES[0].removesuffix(", ") + "}",
+         tokens.header + tokens.field + tokens.records + tokens.after_tables()),
+        (4, LIBRARY_STAGES[4], LIBRARY_STAGES[4].removesuffix(", ") + "]}]", 2 * tokens.record + tokens.after_tables()),
+        (5, LIBRARY_STAGES[5], records_end, tokens.record + tokens.table + tokens.records + tokens.after_tables()),
+        (9, LIBRARY_STAGES[9], ', "tools": [' + LIBRARY_STAGES[10], 2 * tokens.tool + tokens.after_tools()),
+        (11, LIBRARY_STAGES[11], LIBRARY_STAGES[11].removesuffix(", ") + "]", 2 * tokens.call + tokens.after_plan()),
+    ]  # fmt: skip
+    for written, more, close, cost in cases:
+        stages = SpecStages()
+        for part in LIBRARY_STAGES[:written]:
+            stages.grammar()
+            stages.wrote(part)
+        enough, short = stages.grammar(cost), stages.grammar(cost - 1)
+        assert enough is not None and short is not None
+        assert admits(bytes_matcher, enough, more) and admits(bytes_matcher, enough, close), more
+        assert not admits(bytes_matcher, short, more) and admits(bytes_matcher, short, close), more
+
+
 @pytest.mark.parametrize(
     ("stage", "text", "admitted"),
     [

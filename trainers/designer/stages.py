@@ -25,6 +25,10 @@ With `task_text="derived"` the brief offers the questions only (each with the in
 for it from the plan) and the hint is the plan's tools in order (`trainers.designer.task_text`): each a grammar
 of one string per choice, so what the model still chooses there is the question and the untouched records.
 
+Each stage is told how many of the reply's tokens are left (`grammar(tokens_left)`), and offers another
+field, record, table, tool or call only while they pay for it and for the cheapest way to the spec's end
+(`SpecBudget.tokens`): a spec the model leaves open at the budget's end is JSON that never closes.
+
 The text is JSON the spec format parses (keys in a fixed order; `max_steps` left at its default). What the
 grammars do not hold (an answer that is empty, a hint that leaks nothing) the gates still judge. Every
 sampled token stays the server's; the trainer rebuilds each stage's admitted sets from the grammar recorded
@@ -141,11 +145,15 @@ class SpecStages:
         self.tools: list[dict[str, Any]] = []
         self.plan: list[dict[str, Any]] = []
         self.instruction = ""
+        self.tokens_left: int | None = None  # of the reply's budget, as the next stage starts (None: no budget)
 
     # -- the machine ---------------------------------------------------------------------------------
 
-    def grammar(self) -> str | None:
-        """The next stage's grammar; None once the spec is whole (or what was written leaves no way on)."""
+    def grammar(self, tokens_left: int | None = None) -> str | None:
+        """The next stage's grammar; None once the spec is whole (or what was written leaves no way on). With
+        `tokens_left`, it offers more (fields, records, tables, tools, calls) only where the tokens pay for
+        them and the spec can still close (`StageTokens`)."""
+        self.tokens_left = tokens_left
         builders = {"table": self._table, "field": self._field, "records": self._records,
                     "record": self._next_record, "tool": self._tool, "task": self._task, "call": self._call,
                     "brief": self._brief, "hint": self._hint}  # fmt: skip
@@ -194,6 +202,10 @@ class SpecStages:
         else:
             self.stage = None
 
+    def _room(self, *costs: int) -> bool:
+        """Whether the tokens left pay for `costs` (always, without a budget)."""
+        return self.tokens_left is None or self.tokens_left >= sum(costs)
+
     # -- tables --------------------------------------------------------------------------------------
 
     def _table(self) -> str:
@@ -202,7 +214,8 @@ class SpecStages:
         used = {str(table["name"]) for table in self.tables}
         key_field = f'{self._name(RESERVED, rules)} ": {{\\"type\\": \\"string\\"}}"'
         head = f'"{{\\"name\\": " {self._name(used | RESERVED, rules)} ", \\"fields\\": {{" {key_field}'
-        head = f"{head} {self._after_field(1)}"
+        cost = self.budget.tokens.table if self.tables else self.budget.tokens.header
+        head = f"{head} {self._after_field(1, cost)}"
         if self.tables:
             return rules.grammar(head)
         header = f'"{{\\"spec_version\\": 1, \\"name\\": " {self._name(set(), rules)} ", \\"description\\": "'
@@ -212,10 +225,16 @@ class SpecStages:
         """Another field of the table, named anew, typed; then `, ` or `}`."""
         rules, fields = GrammarRules(), self.tables[-1]["fields"]
         name = self._name(set(fields) | RESERVED, rules)
-        return rules.grammar(f'{name} ": " {self._field_spec(rules)} {self._after_field(len(fields) + 1)}')
+        return rules.grammar(
+            f'{name} ": " {self._field_spec(rules)} {self._after_field(len(fields) + 1, self.budget.tokens.field)}'
+        )
 
-    def _after_field(self, fields: int) -> str:
-        return '(", " | "}")' if fields < self.budget.fields else '"}"'
+    def _after_field(self, fields: int, cost: int) -> str:
+        """`, ` for another field (where the tokens pay for it, this stage, the first record and the cheapest
+        end), or `}`."""
+        tokens = self.budget.tokens
+        more = fields < self.budget.fields and self._room(cost, tokens.field, tokens.records, tokens.after_tables())
+        return '(", " | "}")' if more else '"}"'
 
     def _field_spec(self, rules: GrammarRules) -> str:
         """A field's declaration, typed throughout: its enum's values or its default are of its type (no
@@ -231,12 +250,12 @@ class SpecStages:
 
     def _records(self) -> str | None:
         """The table's key and its first record, then what follows it (`_after_record`)."""
-        rules, table = GrammarRules(), self.tables[-1]
+        rules, table, tokens = GrammarRules(), self.tables[-1], self.budget.tokens
         fields = table["fields"]
         keys = [name for name, field in fields.items() if field == {"type": "string"}]  # no default, free values
+        after = self._after_record(1, tokens.records)
         options = [
-            f'{json_literal(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {self._after_record(1)}'
-            for key in keys
+            f'{json_literal(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {after}' for key in keys
         ]
         if not options:  # the key field was declared again as something else: no key to choose
             return None
@@ -246,9 +265,8 @@ class SpecStages:
         """Another record of the table, its key none of the written ones; then what follows it."""
         rules, table = GrammarRules(), self.tables[-1]
         used = {str(record.get(table["key"])) for record in table["records"]}
-        return rules.grammar(
-            f"{self._record(table['key'], used, rules)} {self._after_record(len(table['records']) + 1)}"
-        )
+        after = self._after_record(len(table["records"]) + 1, self.budget.tokens.record)
+        return rules.grammar(f"{self._record(table['key'], used, rules)} {after}")
 
     def _record(self, key: str, used: set[str], rules: GrammarRules) -> str:
         fields = self.tables[-1]["fields"]
@@ -256,10 +274,14 @@ class SpecStages:
         properties[key] = {"x-gbnf": self._key(used, rules)}
         return rules.add(json_value({"type": "object", "properties": properties, "required": [key]}, rules))
 
-    def _after_record(self, records: int) -> str:
-        """`, ` for another record, `]}, ` for another table, `]}]` for the end of the tables."""
-        options = ['", "'] if records < self.budget.records else []
-        options += ['"]}, "'] if len(self.tables) < self.budget.tables else []
+    def _after_record(self, records: int, cost: int) -> str:
+        """`, ` for another record, `]}, ` for another table (each where the tokens pay for it, this stage and
+        the cheapest end), `]}]` for the end of the tables."""
+        tokens = self.budget.tokens
+        end = tokens.after_tables()
+        options = ['", "'] if records < self.budget.records and self._room(cost, tokens.record, end) else []
+        if len(self.tables) < self.budget.tables and self._room(cost, tokens.table, tokens.records, end):
+            options.append('"]}, "')
         return _choice([*options, '"]}]"'])
 
     def _value_schema(self, field: dict[str, Any]) -> dict[str, Any]:
@@ -282,7 +304,8 @@ class SpecStages:
         if not changing:
             return None
         opening = '", \\"tools\\": [" ' if not self.tools else ""
-        if len(self.tools) + 1 >= self.budget.tools:
+        tokens = self.budget.tokens
+        if len(self.tools) + 1 >= self.budget.tools or not self._room(tokens.tool, tokens.tool, tokens.after_tools()):
             ends = f'{_choice(changing)} "]"' if not self._changes() else f'{_choice(changing + reading)} "]"'
         elif self._changes():
             ends = f'{_choice(changing + reading)} (", " | "]")'
@@ -371,7 +394,9 @@ class SpecStages:
         # Another call is offered only where one will surely be possible after this one: a tool that needs
         # no record (search, list, create), or records enough that one call cannot take them all.
         needs_none = any(tool.kind in ("search", "list", "create") for tool in spec.tools)
-        more = len(self.plan) + 1 < self.budget.plan and (needs_none or sum(map(len, state.values())) > 2)
+        tokens = self.budget.tokens
+        more = (len(self.plan) + 1 < self.budget.plan and (needs_none or sum(map(len, state.values())) > 2)
+                and self._room(tokens.call, tokens.call, tokens.after_plan()))  # fmt: skip
         # a read changes nothing: what exists now exists after it (derived text asks only what has an answer)
         can_ask = bool(self._questions(tables, state)) if self.task_text == "derived" else any(state.values())
         options = []
