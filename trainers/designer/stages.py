@@ -397,8 +397,7 @@ class SpecStages:
         tokens = self.budget.tokens
         more = (len(self.plan) + 1 < self.budget.plan and (needs_none or sum(map(len, state.values())) > 2)
                 and self._room(tokens.call, tokens.call, tokens.after_plan()))  # fmt: skip
-        # a read changes nothing: what exists now exists after it (derived text asks only what has an answer)
-        can_ask = bool(self._questions(tables, state)) if self.task_text == "derived" else any(state.values())
+        can_ask = bool(self._questions(tables, state))  # a read changes nothing: what is asked now has its answer then
         options = []
         if changing:
             after_change = _choice(['", "', '"]"'] if more else ['"]"'])
@@ -462,9 +461,9 @@ class SpecStages:
         return any(kinds.get(call.get("tool")) in CHANGING_KINDS for call in self.plan)
 
     def _brief(self) -> str:
-        """The question, about a record that exists after the plan (optional once the plan changed
-        something, required before); then the instruction, written knowing the plan and naming what it
-        types and the record the question asks about (`_instruction`)."""
+        """The question, about a field other than the key of a record that exists after the plan, whose answer
+        is not empty (optional once the plan changed something, required before); then the instruction, written
+        knowing the plan and naming what it types and the record the question asks about (`_instruction`)."""
         rules, tables = GrammarRules(), self._written_tables()
         try:
             state = state_after_plan(self._partial_spec(tables, self.plan))
@@ -474,13 +473,14 @@ class SpecStages:
             return self._derived_brief(tables, state, rules)
         typed, opening = self._typed_values(), rules.add('[A-Z] [a-z]{1,14} (" " [a-z]{2,14}){2,3}')
         instruction = '", \\"instruction\\": "'
+        fields: dict[tuple[str, str], list[str]] = {}  # the fields each record can be asked, by (table, key)
+        for question, _ in self._questions(tables, state):
+            fields.setdefault((question.table, question.key), []).append(question.field)
         options = [
-            f'"{{\\"table\\": " {json_literal(t.name)} ", \\"key\\": " {json_literal(k)} '
-            f'", \\"field\\": " {_choice([json_literal(n) for n in t.fields if n != t.key])} "}}" '
-            f"{instruction} {self._instruction(list(dict.fromkeys([*typed, k])), opening)}"
-            for t in tables
-            if len(t.fields) > 1  # the key itself is no question: the instruction names it
-            for k in state.get(t.name, {})
+            f'"{{\\"table\\": " {json_literal(table)} ", \\"key\\": " {json_literal(key)} '
+            f'", \\"field\\": " {_choice([json_literal(name) for name in names])} "}}" '
+            f"{instruction} {self._instruction(list(dict.fromkeys([*typed, key])), opening)}"
+            for (table, key), names in fields.items()
         ]
         asked = f'", \\"question\\": " {_choice(options)}' if options else None
         told = f"{instruction} {self._instruction(typed, opening)}"
