@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.episode import FINISH_FUNCTION
+from engine.clients import Route, TokensClient
+from engine.endpoints import EndpointPool
+from engine.episode import EPISODE_HEADER, FINISH_FUNCTION
 from engine.mock_server import fake_logprob
+from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate, byte_tokenizer, load_template
+from engine.trajectory import Turn
 from tests.engine.conftest import mock_model, play
 from toolworlds.registry import load_world
 
@@ -118,12 +122,6 @@ class _CountingStages:
 async def test_staged_sampling_tells_each_stage_the_tokens_left_of_the_reply(tokens_url: str) -> None:
     """A stage's grammar may depend on how much of the turn's budget is left (a staged spec offers more
     records only while it can still close): each stage is told the budget less every token kept before it."""
-    from engine.clients import Route, TokensClient
-    from engine.endpoints import EndpointPool
-    from engine.episode import EPISODE_HEADER
-    from engine.settings import EpisodeSettings
-    from engine.trajectory import Turn
-
     budget = 400
     settings = EpisodeSettings(mode="tokens", tokenizer="bytes", max_tokens_per_turn=budget)
     stages = _CountingStages()

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 class StageTokens:
     """What each stage of a staged spec costs in tokens: the 90th percentile over the 66 finished replies of
     the embedded designer in `bench-corpora` runs (826149f and 9361ef5, tables and Python docs). Within the
-    caps below a staged spec could still run past the reply's token budget (30 of those 96 replies did, cut
-    in their tables or plan, the JSON unterminated); so a stage offers another field, record, table, tool or
-    call only while the tokens left pay for it and for the cheapest way to the spec's end after it."""
+    caps below a staged spec could still run past the reply's token budget (30 of those 96 replies did, most
+    of them cut in the question, instruction or hint, the JSON unterminated); so a stage offers another
+    field, record, table, tool or call only while the tokens left pay for it and for the cheapest way to the
+    spec's end after it."""
 
     header: int = 93  # the spec's name and description, the first table's name and key field
     table: int = 37  # another table's name and key field

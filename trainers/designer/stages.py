@@ -250,10 +250,9 @@ class SpecStages:
 
     def _records(self) -> str | None:
         """The table's key and its first record, then what follows it (`_after_record`)."""
-        rules, table, tokens = GrammarRules(), self.tables[-1], self.budget.tokens
-        fields = table["fields"]
+        rules, fields = GrammarRules(), self.tables[-1]["fields"]
         keys = [name for name, field in fields.items() if field == {"type": "string"}]  # no default, free values
-        after = self._after_record(1, tokens.records)
+        after = self._after_record(1, self.budget.tokens.records)
         options = [
             f'{json_literal(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {after}' for key in keys
         ]
