@@ -1,22 +1,25 @@
-"""The designer on each grounding corpus and task wording, same seeds, side by side.
+"""The designer on each grounding corpus, task wording and plan rule, same seeds, side by side.
 
 Runs `spadework design` (the embedded model, the CPU preset's designer: specs written in stages, 768 tokens,
 temperature 0.7, paid the band on partial credit; the agent constrained, 4 turns of 64 tokens) once per
-corpus and `--task-text` (written by the model, or derived from the plan by trusted code) with the same
-seed, then prints one table: validity, what the gates rejected (the `meaning` gate's rejections counted
-apart: worlds that passed every other gate), the Vendi score of the valid worlds' tool schemas, grounding
-(the share of a valid world's names and record values found in its document; worlds at least half
-grounded), regret with its interval, hinted and unaided means, the frontier share (valid worlds the agent
-neither always nor never solves unaided, or with regret > 0), and the designer groups whose valid designs
-were paid different rewards. A finished run is read back, not run again, so a killed comparison resumes.
+corpus, `--task-text` (written by the model, or derived from the plan by trusted code), `--plans` (which
+plans may end) and `--plan-calls` (the most calls a plan has) with the same seed, then prints one table:
+validity, what the gates rejected (the `meaning` gate's rejections counted apart: worlds that passed every
+other gate), the Vendi score of the valid worlds' tool schemas, grounding (the share of a valid world's names
+and record values found in its document; worlds at least half grounded), regret with its interval, hinted
+and unaided means, the frontier share (valid worlds the agent neither always nor never solves unaided, or
+with regret > 0), the valid worlds' plans (changing or reading, their length), and the designer groups whose
+valid designs were paid different rewards. A finished run is read back, not run again, so a killed comparison resumes.
 
     python benchmarks/designer_corpora.py --out runs/corpora      # or: just bench-corpora
     python benchmarks/designer_corpora.py --corpora tables --task-texts written derived
+    python benchmarks/designer_corpora.py --corpora tables --plans any change --plan-calls 3 1
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
 import subprocess
@@ -27,10 +30,12 @@ from typing import Any
 
 from toolworlds.spec import SpecError, parse_spec
 from trainers.corpus import Corpus, open_source
+from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.diversity import vendi_score
 from trainers.designer.grounding import GROUNDED_SHARE, grounding
-from trainers.designer.loop import read_designs, read_metrics
+from trainers.designer.loop import DesignOutcome, read_designs, read_metrics
 from trainers.designer.measures import at_frontier, designer_summary, played
+from trainers.designer.stages import CHANGING_KINDS
 
 DESIGN = ["--designer-format", "spec", "--designer-mode", "tokens", "--designer-tokens", "768", "--temperature",
           "0.7", "--agent-mode", "constrained", "--agent-turns", "4", "--agent-tokens", "64",
@@ -90,6 +95,27 @@ def summary(out: Path, corpus: str, seed: int, documents: int) -> dict[str, str]
         "frontier": f"{sum(at_frontier(d.mean_plain or 0.0, d.regret or 0.0) for d in scored)} of {len(scored)}",
         "groups with reward spread among valid designs": f"{block['groups_with_valid_spread']} of {block['groups']}",
         "unaided means": " ".join(f"{d.mean_plain:.2f}" for d in scored) or "-",
+        **plan_rows(scored),
+    }  # fmt: skip
+
+
+def plan_rows(scored: list[DesignOutcome]) -> dict[str, str]:
+    """What the valid worlds' plans do (change something, or only read and ask), how long they are, and how
+    many of each are at the frontier: which tasks the agent can be taught by."""
+    kinds: dict[str, list[bool]] = {"changes": [], "reads only": []}
+    calls: list[int] = []
+    for design in scored:
+        spec = parse_spec(design.sample.reply or "")
+        changing = {tool.name for tool in spec.tools if tool.kind in CHANGING_KINDS}
+        changes = any(call.tool in changing for call in spec.task.plan)
+        kinds["changes" if changes else "reads only"].append(
+            at_frontier(design.mean_plain or 0.0, design.regret or 0.0)
+        )
+        calls.append(len(spec.task.plan))
+    return {
+        "valid plans that change / read only (at the frontier)": " / ".join(
+            f"{len(marks)} ({sum(marks)})" for marks in kinds.values()),
+        "calls per valid plan, mean": f"{statistics.fmean(calls):.2f}" if calls else "-",
     }  # fmt: skip
 
 
@@ -98,22 +124,25 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/corpora"))
     parser.add_argument("--corpora", nargs="+", default=["python-docs", "tables"])
     parser.add_argument("--task-texts", nargs="+", default=["written"], choices=["written", "derived"])
+    parser.add_argument("--plans", nargs="+", default=["any"], choices=["any", "change"])
+    parser.add_argument("--plan-calls", nargs="+", type=int, default=[SPEC_BUDGET.plan])
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--documents", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--plays", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    arms = [(corpus, text) for corpus in args.corpora for text in args.task_texts]
-    for corpus, text in arms:
-        out = arm_directory(args.out, corpus, text)
+    arms = list(itertools.product(args.corpora, args.task_texts, args.plans, args.plan_calls))
+    for arm in arms:
+        corpus, text, plans, calls = arm
+        out = arm_directory(args.out, *arm)
         if len(read_metrics(out)) >= args.iterations if out.exists() else False:
             continue
         sizes = ["--iterations", args.iterations, "--documents", args.documents, "--generations", args.generations,
                  "--plays", args.plays, "--seed", args.seed]  # fmt: skip
         command = [sys.executable, "-m", "spadework", "design", "--out", str(out), "--corpus", corpus, *DESIGN,
-                   "--task-text", text, *map(str, sizes)]  # fmt: skip
-        print(f"designing on {arm_label(corpus, text)}: {' '.join(command[1:])}", flush=True)
+                   "--task-text", text, "--plans", plans, "--plan-calls", str(calls), *map(str, sizes)]  # fmt: skip
+        print(f"designing on {arm_label(*arm)}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True)
     summaries = {arm: summary(arm_directory(args.out, *arm), arm[0], args.seed, args.documents) for arm in arms}
     rows = list(next(iter(summaries.values())))
@@ -123,13 +152,19 @@ def main() -> None:
         print(f"| {row} | " + " | ".join(summaries[arm][row] for arm in arms) + " |")
 
 
-def arm_directory(out: Path, corpus: str, text: str) -> Path:
-    """`OUT/<corpus>` for the model's own wording (as before there was a choice), `OUT/<corpus>-derived`."""
-    return out / (corpus if text == "written" else f"{corpus}-{text}")
+def arm_directory(out: Path, corpus: str, text: str, plans: str, calls: int) -> Path:
+    """`OUT/<corpus>` for the defaults (as before there were choices), else with what differs:
+    `OUT/<corpus>-derived-change-calls1`."""
+    return out / "-".join([corpus, *_differs(text, plans, calls)])
 
 
-def arm_label(corpus: str, text: str) -> str:
-    return corpus if text == "written" else f"{corpus}, {text}"
+def arm_label(corpus: str, text: str, plans: str, calls: int) -> str:
+    return ", ".join([corpus, *_differs(text, plans, calls)])
+
+
+def _differs(text: str, plans: str, calls: int) -> list[str]:
+    return [part for part, default in ((text, "written"), (plans, "any"), (f"calls{calls}", f"calls{SPEC_BUDGET.plan}"))
+            if part != default]  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
+from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.regret import RewardMode, WinRate
+from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
 from trainers.suite import SuiteName
 
@@ -88,6 +90,14 @@ class DesignerConfig(_Section):
         "written",
         description="Who words a spec's instruction and hint: the model (written), or trusted code from the plan and "
         "question the model chose (derived; trainers/designer/task_text.py). derived needs format=spec.",
+    )
+    plans: PlanRule = Field(
+        "any",
+        description="format=spec, tokens: which plans may end, any (a change, or reads with a question) or change "
+        "(only one that changes something).",
+    )
+    plan_calls: int = Field(
+        SPEC_BUDGET.plan, ge=1, le=SPEC_BUDGET.plan, description="The most calls a spec's plan has."
     )
     reward: RewardMode = Field("regret", description="regret, blend or band (trainers/designer/regret.py).")
     plateau: tuple[float, float] = (0.4, 0.6)
@@ -207,6 +217,11 @@ class TrainConfig(_Section):
             )
         if self.designer.task_text == "derived" and self.designer.format != "spec":
             raise ValueError("designer.task_text=derived words a spec's task from its plan: set designer.format=spec")
+        if self.designer.format != "spec" and (self.designer.plans, self.designer.plan_calls) != (
+            "any",
+            SPEC_BUDGET.plan,
+        ):
+            raise ValueError("designer.plans and designer.plan_calls rule a spec's plan: set designer.format=spec")
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
         if (
@@ -246,7 +261,7 @@ CPU_TINY: dict[str, Any] = {
     "designer": {"format": "spec", "max_tokens": 768, "temperature": 0.7, "reward": "band", "win": "credit"},
     "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
                "importance_sampling": "off"},
-    "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 50, "eval_seeds": 1},
+    "run": {"iterations": 5, "eval_suite": "reference-lite", "eval_tasks": 30, "eval_seeds": 1},
 }  # fmt: skip
 
 

@@ -260,6 +260,8 @@ async def _run(
         memory_examples=0 if config.ablations.no_memory else 1,
         format=config.designer.format,
         task_text=config.designer.task_text,
+        plans=config.designer.plans,
+        plan_calls=config.designer.plan_calls,
         max_failed_share=config.run.max_failed_share,
         # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
         # shares the longest prefix with it, so each episode finds its own history there and a turn reads only

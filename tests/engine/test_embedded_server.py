@@ -280,6 +280,7 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(serve
     from trainers.corpus import Document
     from trainers.designer.generate import DesignSample, sample_design
     from trainers.designer.prompt import designer_messages
+    from trainers.designer.stages import SpecStages
     from trainers.designer.task_text import derived_hint, derived_instruction
 
     settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=1024,
@@ -291,7 +292,7 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(serve
     async with EndpointPool.open([server.base_url]) as pool:
         for seed in range(6):
             sample = DesignSample(key=f"d/{seed}", document="test", prompt_version="v", messages=messages)
-            await sample_design(pool, settings, "test", seed, sample, "spec", "derived")
+            await sample_design(pool, settings, "test", seed, sample, "spec", lambda: SpecStages(task_text="derived"))
             assert sample.reply is not None and sample.tokens is not None and sample.tokens.exact
             trace = sample.tokens
             restriction = AdmittedTokens(tokenizer).restriction("", trace.completion_ids, trace.loss_mask, trace.spans)

@@ -152,14 +152,14 @@ def test_an_arm_shares_the_before_measurement_only_of_a_run_that_measured_the_sa
     shared = shared_before(tmp_path / "spade", config)
     assert shared.after_iteration == -1 and shared.successes() == {"banking/10000000": 1.0, "banking/10000001": 0.0}
     other = load_config("cpu-tiny", ["run.eval_tasks=5"])
-    with pytest.raises(BeforeUnavailable, match=r"its run\.eval_tasks is 50, this run's 5"):
+    with pytest.raises(BeforeUnavailable, match=r"its run\.eval_tasks is 30, this run's 5"):
         shared_before(tmp_path / "spade", other)
     with pytest.raises(BeforeUnavailable, match="not a run with a held-out measurement"):
         shared_before(tmp_path / "nowhere", config)
     completed = subprocess.run([*SPADEWORK, "train", "--out", str(tmp_path / "arm"), "--set", "run.eval_tasks=5",
                                 "--set", f"run.before_from={tmp_path / 'spade'}"], capture_output=True, text=True,
                                timeout=300, env=ENV)  # fmt: skip
-    assert completed.returncode == 2 and "its run.eval_tasks is 50, this run's 5" in " ".join(completed.stderr.split())
+    assert completed.returncode == 2 and "its run.eval_tasks is 30, this run's 5" in " ".join(completed.stderr.split())
     assert not (tmp_path / "arm").exists()
 
 

@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from engine.templates import byte_tokenizer
 from tests.engine.conftest import mock_model
 from tests.sandbox.conftest import LIBRARY_SOURCE
@@ -193,12 +195,20 @@ def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exi
     assert subprocess.run(patient, capture_output=True, text=True, timeout=120, env={**os.environ}).returncode == 3
 
 
-def test_derived_task_text_outside_staged_specs_is_refused_before_anything_starts(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [(["--task-text", "derived"], "--task-text"), (["--plans", "change"], "--plans/--plan-calls"),
+     (["--plan-calls", "1"], "--plans/--plan-calls")],
+)  # fmt: skip
+def test_stage_rules_outside_staged_specs_are_refused_before_anything_starts(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    """Derived task text and plan rules hold a spec written in stages: in chat mode they are refused."""
     out = tmp_path / "run"
-    command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), "--task-text",
-               "derived", "--designer-format", "spec"]  # fmt: skip
+    command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), *flags,
+               "--designer-format", "spec"]  # fmt: skip
     completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ})
     assert completed.returncode == 2, completed.stderr[-2000:]
     told = " ".join(completed.stderr.split())
-    assert "--task-text" in told and "--designer-mode tokens" in told
+    assert named in told and "--designer-mode tokens" in told
     assert not out.exists()

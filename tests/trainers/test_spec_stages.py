@@ -10,6 +10,7 @@ that stage's own grammar.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from typing import Any
@@ -26,6 +27,7 @@ from toolworlds.spec_compile import compile_spec
 from toolworlds.untrusted.validate import validate_spec
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.designer.budget import SPEC_BUDGET
+from trainers.designer.loop import DesignSettings
 from trainers.designer.stages import SpecStages, key_except, name_except
 from trainers.designer.task_text import TaskText
 from trainers.rows import TrainingRow
@@ -273,6 +275,46 @@ def test_no_question_is_offered_whose_answer_is_empty(bytes_matcher: Any) -> Non
     assert call is not None and keyless.stage == "task"
     assert not admits(bytes_matcher, call, ', "task": {"plan": [{"tool": "find", "arguments": {"book_id": "B1"}}]')
     assert admits(bytes_matcher, call, ', "task": {"plan": [{"tool": "drop", "arguments": {"book_id": "B1"}}]')
+
+
+def test_plans_that_must_change_never_end_on_a_read(bytes_matcher: Any) -> None:
+    """`plans="change"`: a read may open the plan but never end it, whatever question could follow; once a
+    call changed something, a read may end it. With one call a plan, that call is a change."""
+    search = '{"tool": "search", "arguments": {"title": "Dune"}}'
+    borrow = '{"tool": "borrow", "arguments": {"book_id": "B2"}}'
+    grammars = {}
+    for rule in ("any", "change"):
+        stages = SpecStages(plans=rule)
+        for part in LIBRARY_STAGES[:11]:
+            stages.grammar()
+            stages.wrote(part)
+        grammars[rule] = stages.grammar()
+    opening = ', "task": {"plan": ['
+    assert admits(bytes_matcher, grammars["any"], f"{opening}{search}]")
+    assert not admits(bytes_matcher, grammars["change"], f"{opening}{search}]")
+    for rule in ("any", "change"):
+        assert admits(bytes_matcher, grammars[rule], f"{opening}{search}, ")  # a change may still follow
+        assert admits(bytes_matcher, grammars[rule], f"{opening}{borrow}]")
+    after_change = SpecStages(plans="change")
+    for part in [*LIBRARY_STAGES[:11], f"{opening}{borrow}, "]:
+        after_change.grammar()
+        after_change.wrote(part)
+    assert admits(bytes_matcher, after_change.grammar(), f"{search}]")
+    one_call = SpecStages(dataclasses.replace(SPEC_BUDGET, plan=1), plans="change")
+    for part in LIBRARY_STAGES[:11]:
+        one_call.grammar()
+        one_call.wrote(part)
+    grammar = one_call.grammar()
+    assert admits(bytes_matcher, grammar, f"{opening}{borrow}]")
+    assert not admits(bytes_matcher, grammar, f"{opening}{borrow}, ")
+    assert not admits(bytes_matcher, grammar, f"{opening}{search}, ")
+
+
+def test_design_settings_build_stages_under_their_plan_rules() -> None:
+    stages = DesignSettings(format="spec", plans="change", plan_calls=1, task_text="derived").spec_stages()
+    assert (stages.plans, stages.budget.plan, stages.task_text) == ("change", 1, "derived")
+    assert stages.budget.tables == SPEC_BUDGET.tables  # only the plan's length is the setting's
+    assert DesignSettings().spec_stages().budget == SPEC_BUDGET
 
 
 def test_names_and_keys_other_than_the_used_ones(bytes_matcher: Any) -> None:

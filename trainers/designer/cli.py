@@ -22,11 +22,13 @@ from engine.settings import EpisodeSettings, Mode
 from engine.store import plan_changes
 from toolworlds.sandbox import SandboxPool, SandboxSettings
 from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics, completed_iterations, run_iteration
 from trainers.designer.memory import StatusThresholds, WorldMemory
 from trainers.designer.prompt import DesignFormat
 from trainers.designer.regret import RewardMode, RewardSettings, WinRate
+from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
 
 log = structlog.get_logger()
@@ -59,6 +61,12 @@ def design(
     task_text: Annotated[
         TaskText, typer.Option(help="A spec's instruction and hint: written by the model, or derived from its plan.")
     ] = "written",
+    plans: Annotated[
+        PlanRule, typer.Option(help="Staged specs: which plans may end (change: only one that changes something).")
+    ] = "any",
+    plan_calls: Annotated[
+        int, typer.Option(min=1, max=SPEC_BUDGET.plan, help="Staged specs: the most calls a plan has.")
+    ] = SPEC_BUDGET.plan,
     agent_mode: Annotated[Mode, typer.Option(help="How the agent's plays talk to the model.")] = "chat",
     tokenizer: Annotated[str | None, typer.Option(help="tokens mode: tokenizer (default: the served GGUF).")] = None,
     designer_tokens: Annotated[int, typer.Option(min=64, help="Most tokens in a designer reply.")] = 2048,
@@ -91,6 +99,9 @@ def design(
     if task_text == "derived" and (designer_format != "spec" or designer_mode != "tokens"):
         raise typer.BadParameter("derived task text is worded stage by stage: give --designer-format spec "
                                  "--designer-mode tokens", param_hint="--task-text")  # fmt: skip
+    if (plans, plan_calls) != ("any", SPEC_BUDGET.plan) and (designer_format != "spec" or designer_mode != "tokens"):
+        raise typer.BadParameter("plan rules hold a spec written in stages: give --designer-format spec "
+                                 "--designer-mode tokens", param_hint="--plans/--plan-calls")  # fmt: skip
     served = embedded_unless(endpoint, local_model, local_parallel)
     if served is not None:
         tokenizer = tokenizer or str(served.model)
@@ -115,6 +126,8 @@ def design(
         ),
         format=designer_format,
         task_text=task_text,
+        plans=plans,
+        plan_calls=plan_calls,
         # A play that fills a slot of the embedded server ends on its state, not in a refused request.
         agent=EpisodeSettings(
             mode=agent_mode,

@@ -8,6 +8,7 @@ recorded, never retried here beyond the pool's own retries, and the design count
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -23,7 +24,6 @@ from toolworlds.spec import spec_schema
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.prompt import DesignFormat
 from trainers.designer.stages import SpecStages
-from trainers.designer.task_text import TaskText
 
 
 class DesignSample(BaseModel):
@@ -87,13 +87,13 @@ async def sample_design(
     seed: int,
     sample: DesignSample,
     design_format: DesignFormat = "python",
-    task_text: TaskText = "written",
+    stages: Callable[[], SpecStages] = SpecStages,
 ) -> DesignSample:
     """Ask for one world; fills `sample.reply` (or `sample.failure`) and the token trace. A spec in tokens mode
-    is written in stages (`trainers.designer.stages`), each held by a grammar of what came before; with
-    `task_text="derived"` its instruction and hint are worded from its plan (only there: a reply sampled whole
-    cannot be held to a text that depends on what it wrote before)."""
-    if task_text == "derived" and (design_format != "spec" or settings.mode != "tokens"):
+    is written in stages (`trainers.designer.stages`, a fresh machine from `stages` for each reply), each held
+    by a grammar of what came before; with `task_text="derived"` its instruction and hint are worded from its
+    plan (only there: a reply sampled whole cannot be held to a text that depends on what it wrote before)."""
+    if stages().task_text == "derived" and (design_format != "spec" or settings.mode != "tokens"):
         raise ValueError(
             f"task_text=derived words a staged spec's task: it needs the spec format in tokens mode, not "
             f"{design_format!r} in {settings.mode!r} mode"
@@ -111,7 +111,7 @@ async def sample_design(
         turn = Turn(index=0, endpoint=endpoint.url, started_s=0.0, latency_s=0.0, attempts=0)
         try:
             if isinstance(client, TokensClient) and design_format == "spec":
-                message = await client.sample_stages(SpecStages(task_text=task_text), turn)
+                message = await client.sample_stages(stages(), turn)
             else:
                 message, _ = await client.sample(sample.messages, turn)
         except EndpointFailure as failure:

@@ -11,6 +11,7 @@ trajectory store), `metrics.jsonl` (one line per iteration) and the SQLite memor
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import statistics
 import time
@@ -34,12 +35,14 @@ from toolworlds.spec import Spec
 from toolworlds.untrusted.validate import Verdict, validate, validate_spec
 from trainers import journal
 from trainers.corpus import Corpus
+from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
 from trainers.designer.generate import DesignSample, sample_design
 from trainers.designer.grounding import GROUNDED_SHARE, grounding
 from trainers.designer.memory import RememberedWorld, StatusThresholds, WorldMemory, code_hash
 from trainers.designer.prompt import PROMPT_VERSION, DesignFormat, designer_messages, prompt_version
 from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
+from trainers.designer.stages import PlanRule, SpecStages
 from trainers.designer.task_text import TaskText
 
 log = structlog.get_logger()
@@ -63,6 +66,14 @@ class DesignSettings:
     concurrency: int = 16
     format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
     task_text: TaskText = "written"  # a spec's instruction and hint: sampled, or worded from its plan
+    plans: PlanRule = "any"  # which plans may end ("change": only one that changes something)
+    plan_calls: int = SPEC_BUDGET.plan  # the most calls a spec's plan has
+
+    def spec_stages(self) -> SpecStages:
+        """A fresh stage machine for one staged spec, under these settings' rules."""
+        budget = dataclasses.replace(SPEC_BUDGET, plan=self.plan_calls)
+        return SpecStages(budget, self.task_text, self.plans)
+
     max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
 
 
@@ -163,7 +174,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
         async with limiter:
             seed = iteration * 10_000 + index
             await sample_design(
-                run.endpoints, settings.designer, run.run, seed, sample, settings.format, settings.task_text
+                run.endpoints, settings.designer, run.run, seed, sample, settings.format, settings.spec_stages
             )
 
     async with anyio.create_task_group() as group:

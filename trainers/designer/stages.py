@@ -18,7 +18,7 @@ stage by stage, one request each, and each stage may only name what is already w
     call     another call: a written tool, its arguments as its compiled schema admits them in the state the
              calls before leave (existing records by key, updates along open transitions, transfers between
              two records of no more than the source holds); the plan ends in a change, or asks a question
-             about an existing record
+             about an existing record (`plans="change"`: it must change something)
     end      records that must stay untouched, among those the plan does not name
 
 With `task_text="derived"` the brief offers the questions only (each with the instruction trusted code words
@@ -68,6 +68,9 @@ from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.task_text import TaskText, derived_hint, derived_instruction, says
 
 Stage = Literal["table", "field", "records", "record", "tool", "task", "call", "brief", "hint"]
+# Which plans may end: "any" ends in a change or, reads alone, where a question can follow; "change" only once
+# a call changed something (in six measured runs no read-only world's question was ever answered unaided).
+PlanRule = Literal["any", "change"]
 _CLOSE = '"], \\"instruction\\": \\"-\\", \\"hint\\": \\"-\\"}}"'  # a plan cut short: the spec still parses
 _AFTER_RECORD: dict[str, Stage] = {"]}]": "tool", "]}, ": "table", ", ": "record"}
 CHANGING_KINDS = frozenset({"update", "create", "delete", "transfer"})
@@ -137,9 +140,12 @@ def key_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_
 class SpecStages:
     """The stage machine of one staged spec: `grammar()` for the next stage, `wrote(text)` with what it sampled."""
 
-    def __init__(self, budget: SpecBudget = SPEC_BUDGET, task_text: TaskText = "written") -> None:
+    def __init__(
+        self, budget: SpecBudget = SPEC_BUDGET, task_text: TaskText = "written", plans: PlanRule = "any"
+    ) -> None:
         self.budget = budget
         self.task_text = task_text  # "derived": trusted code words the instruction and hint (`task_text`)
+        self.plans = plans  # "change": every plan changes something (reads alone never end it)
         self.stage: Stage | None = "table"
         self.tables: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
@@ -368,7 +374,8 @@ class SpecStages:
         """One planned call, offered only what exists after the calls before it (records by their keys,
         updates along their transitions from the record's current value, transfers between two different
         records of no more than the source holds); then `, ` for another call or `]`. A plan may end in a
-        read only where a question can follow it (`_brief`): one that changes nothing must ask one."""
+        read only where a question can follow it (`_brief`): one that changes nothing must ask one; with
+        `plans="change"`, only once a call before it changed something."""
         rules = GrammarRules()
         tables = self._written_tables()
         spec = self._partial_spec(tables, self.plan)
@@ -401,7 +408,7 @@ class SpecStages:
         if changing:
             after_change = _choice(['", "', '"]"'] if more else ['"]"'])
             options.append(f"{rules.add(_choice(changing))} {after_change}")
-        ends = (['", "'] if more else []) + (['"]"'] if changed or can_ask else [])
+        ends = (['", "'] if more else []) + (['"]"'] if changed or (can_ask and self.plans == "any") else [])
         if reading and ends:
             options.append(f"{rules.add(_choice(reading))} {_choice(ends)}")
         # No call can be made (the tools' records are gone, no amount fits): the spec closes, the gates say why.
