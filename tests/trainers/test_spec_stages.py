@@ -310,6 +310,41 @@ def test_plans_that_must_change_never_end_on_a_read(bytes_matcher: Any) -> None:
     assert not admits(bytes_matcher, grammar, f"{opening}{search}, ")
 
 
+def test_the_tools_end_only_once_one_of_them_can_change_a_record_as_written(bytes_matcher: Any) -> None:
+    """5 of 16 designs of one measured arm ended their tools on a transfer with nothing to move and closed
+    with an empty plan: a tool list ends only on a change that can be called on the records as written."""
+
+    def tools_grammar(balance: int) -> str:
+        stages = SpecStages()
+        for part in ['{"spec_version": 1, "name": "bank", "description": "A bank.", "tables": [{"name": "accounts", '
+                     '"fields": {"account_id": {"type": "string"}, ', '"balance": {"type": "integer"}, ',
+                     '"open": {"type": "boolean", "default": true}}',
+                     f', "key": "account_id", "records": [{{"account_id": "A1", "balance": {balance}}}, ',
+                     '{"account_id": "A2", "balance": 0}]}]']:  # fmt: skip
+            stages.grammar()
+            stages.wrote(part)
+        grammar = stages.grammar()
+        assert grammar is not None and stages.stage == "tool"
+        return grammar
+
+    head = ', "tools": [{"kind": "%s", "name": "act", "description": "Act.", "table": "accounts"'
+    transfer, update = head % "transfer" + ', "field": "balance"', head % "update" + ', "field": "open"'
+    empty, funded = tools_grammar(0), tools_grammar(5)
+    assert not admits(bytes_matcher, empty, transfer + "}]")  # nothing to move: not the last tool
+    assert admits(bytes_matcher, empty, transfer + "}, ") and admits(bytes_matcher, empty, head % "delete" + "}]")
+    assert admits(bytes_matcher, funded, transfer + "}]")
+    assert not admits(bytes_matcher, funded, transfer + ', "minimum": 9}]')  # a minimum may leave nothing to move
+    assert admits(bytes_matcher, funded, transfer + ', "minimum": 9}, ')
+    # every account is open: a transition from closed changes none of them, one from open does
+    close, reopen = '{"from": true, "to": false}', '{"from": false, "to": true}'
+    assert admits(bytes_matcher, empty, f'{update}, "transitions": [{close}]}}]')
+    assert not admits(bytes_matcher, empty, f'{update}, "transitions": [{reopen}]}}]')
+    assert admits(bytes_matcher, empty, f'{update}, "transitions": [{reopen}]}}, ')
+    assert admits(bytes_matcher, empty, f'{update}, "value": false, "transitions": [{close}]}}]')
+    assert not admits(bytes_matcher, empty, f'{update}, "value": true, "transitions": [{close}]}}]')
+    assert admits(bytes_matcher, empty, f'{update}, "value": true}}]')
+
+
 def test_design_settings_build_stages_under_their_plan_rules() -> None:
     stages = DesignSettings(format="spec", plans="change", plan_calls=1, task_text="derived").spec_stages()
     assert (stages.plans, stages.budget.plan, stages.task_text) == ("change", 1, "derived")

@@ -13,7 +13,8 @@ stage by stage, one request each, and each stage may only name what is already w
              table, or the end of the tables
     tool     one tool over a written table, named anew: each kind's `field` is the table's own and of the
              type the kind needs, an update's values are its field's; the tools end only once one of them
-             changes something
+             can change a record as written (a transfer with an amount to move, an update whose transitions
+             start where a record is)
     task     instruction and hint, then the plan's first call
     call     another call: a written tool, its arguments as its compiled schema admits them in the state the
              calls before leave (existing records by key, updates along open transitions, transfers between
@@ -62,6 +63,7 @@ from toolworlds.spec import (
     ToolDefinition,
     TransferTool,
     UpdateTool,
+    zero_value,
 )
 from toolworlds.spec_compile import same_value, state_after_plan, tool_contract
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
@@ -298,30 +300,55 @@ class SpecStages:
     # -- tools ---------------------------------------------------------------------------------------
 
     def _tool(self) -> str | None:
-        """One tool, then `, ` for another or `]`: the tools end only once one of them changes something."""
+        """One tool, then `, ` for another or `]`: the tools end only once one of them can change something
+        (a transfer with no amount to move, an update along transitions no record is at, cannot: 5 of 16
+        designs of one measured arm closed with an empty plan on such a tool)."""
         rules = GrammarRules()
         used = {str(tool.get("name")) for tool in self.tools}
-        changing: list[str] = []
-        reading: list[str] = []
+        sure: list[str] = []  # changing tools that can be called on the records as written
+        other: list[str] = []  # the rest: reading tools, and changing ones that may not be callable
         for table in self._written_tables():
-            for kind, option in self._tool_options(table, self._name(used, rules), rules):
-                (changing if kind in CHANGING_KINDS else reading).append(option)
-        if not changing:
+            for option, callable_change in self._tool_options(table, self._name(used, rules), rules):
+                (sure if callable_change else other).append(option)
+        if not sure:
             return None
         opening = '", \\"tools\\": [" ' if not self.tools else ""
         tokens = self.budget.tokens
+        can_change = self._can_change()
         if len(self.tools) + 1 >= self.budget.tools or not self._room(tokens.tool, tokens.tool, tokens.after_tools()):
-            ends = f'{_choice(changing)} "]"' if not self._changes() else f'{_choice(changing + reading)} "]"'
-        elif self._changes():
-            ends = f'{_choice(changing + reading)} (", " | "]")'
+            ends = f'{_choice(sure + other if can_change else sure)} "]"'
+        elif can_change:
+            ends = f'{_choice(sure + other)} (", " | "]")'
         else:
-            ends = f'({_choice(changing)} (", " | "]") | {_choice(reading)} ", ")'
+            ends = (
+                f'({_choice(sure)} (", " | "]") | {_choice(other)} ", ")' if other else f'{_choice(sure)} (", " | "]")'
+            )
         return rules.grammar(opening + ends)
 
-    def _changes(self) -> bool:
-        return any(tool.get("kind") in CHANGING_KINDS for tool in self.tools)
+    def _can_change(self) -> bool:
+        """Whether a written tool of a changing kind has a call that succeeds on the records as written."""
+        tables = self._written_tables()
+        spec = self._partial_spec(tables, [])
+        try:
+            state = state_after_plan(spec)
+        except (SpecError, ValueError, TypeError):
+            return False
+        for tool in spec.tools:
+            table = spec.table(tool.table)
+            if tool.kind not in CHANGING_KINDS or table is None:
+                continue
+            try:
+                contract = tool_contract(tool, spec)
+            except (SpecError, ValueError, TypeError):
+                continue
+            if self._argument_schemas(contract.input_schema, tool, table, state.get(table.name, {}), GrammarRules()):
+                return True
+        return False
 
-    def _tool_options(self, table: TableSpec, name: str, rules: GrammarRules) -> list[tuple[str, str]]:
+    def _tool_options(self, table: TableSpec, name: str, rules: GrammarRules) -> list[tuple[str, bool]]:
+        """Each tool `table` may have, and whether it surely changes something when called on the records as
+        written (a delete, a create, an update with no transitions, a transfer with no minimum on a field some
+        record holds an amount of): each option is one or the other, never both, so no text is admitted twice."""
         on = f'", \\"table\\": " {json_literal(table.name)}'
 
         def head(kind: str) -> str:
@@ -333,31 +360,64 @@ class SpecStages:
         fields = table.fields
         strings = [n for n, f in fields.items() if f.type == "string"]
         numbers = [n for n, f in fields.items() if f.type in ("integer", "number")]
-        options = [("lookup", f'{head("lookup")} "}}"'), ("delete", f'{head("delete")} "}}"')]
+        options = [(f'{head("lookup")} "}}"', False), (f'{head("delete")} "}}"', True)]
         if strings:
-            options.append(("search", f'{head("search")} {field_is(strings)} "}}"'))
+            options.append((f'{head("search")} {field_is(strings)} "}}"', False))
         filters = _choice([json_literal(n) for n in fields])
-        options.append(("list", f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"'))
-        options.append(("create", f'{head("create")} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"'))
+        options.append((f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"', False))
+        options.append((f'{head("create")} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"', True))
         if numbers:
-            minimum = f'(", \\"minimum\\": " {_NUMBER})?'
-            options.append(("transfer", f'{head("transfer")} {field_is(numbers)} {minimum} "}}"'))
+            movable = [n for n in numbers if len(table.records) > 1 and _amount_up_to(_most(table, n)) is not None]
+            if movable:
+                options.append((f'{head("transfer")} {field_is(movable)} "}}"', True))
+            if still := [n for n in numbers if n not in movable]:
+                options.append((f'{head("transfer")} {field_is(still)} "}}"', False))
+            options.append((f'{head("transfer")} {field_is(numbers)} ", \\"minimum\\": " {_NUMBER} "}}"', False))
         for field_name, field in fields.items():
             if field_name != table.key:
-                update = f'{head("update")} ", \\"field\\": " {json_literal(field_name)} {self._update(field, rules)}'
-                options.append(("update", update))
+                update = f'{head("update")} ", \\"field\\": " {json_literal(field_name)}'
+                held = [record.get(field_name, zero_value(field)) for record in table.records]
+                options += [(f"{update} {settings}", sure) for settings, sure in self._update(field, held, rules)]
         return options
 
-    def _update(self, field: FieldSpec, rules: GrammarRules) -> str:
-        """An update's settings after its field: values of the field's own (an enum's, true/false, or listed)."""
+    def _update(self, field: FieldSpec, held: list[Any], rules: GrammarRules) -> list[tuple[str, bool]]:
+        """An update's settings after its field, values of the field's own (an enum's, true/false, or listed),
+        each marked whether the update surely changes a record as written (`held`: the field's values there):
+        with no transitions, or transitions the first of which starts where a record is."""
         budget = self.budget
-        if field.enum or field.type == "boolean":
-            value = _choice([json_literal(v) for v in field.enum]) if field.enum else _SCALARS["boolean"]
-            move = rules.add(f'"{{\\"from\\": " {value} ", \\"to\\": " {value} "}}"')
-            transitions = f'(", \\"transitions\\": [" {_repeat(move, budget.transitions)} "]")?'
-            return f'(", \\"value\\": " {value})? {transitions} "}}"'
-        value = self._string() if field.type == "string" else _SCALARS[field.type]
-        return f'", \\"values\\": [" {_repeat(value, budget.choices)} "]}}"'
+        if not (field.enum or field.type == "boolean"):
+            value = self._string() if field.type == "string" else _SCALARS[field.type]
+            return [(f'", \\"values\\": [" {_repeat(value, budget.choices)} "]}}"', True)]
+        values: list[Any] = list(field.enum) if field.enum else [True, False]
+        value = _choice([json_literal(v) for v in values])
+        move = rules.add(f'"{{\\"from\\": " {value} ", \\"to\\": " {value} "}}"')
+        more = f'(", " {move}){{0,{budget.transitions - 1}}}' if budget.transitions > 1 else '""'
+        at = [v for v in values if any(same_value(v, h) for h in held)]  # where some record is now
+        elsewhere = [v for v in values if v not in at]
+
+        def first(froms: list[Any], tos: list[Any]) -> str | None:
+            if not froms or not tos:
+                return None
+            choices = [_choice([json_literal(v) for v in group]) for group in (froms, tos)]
+            return f'"{{\\"from\\": " {choices[0]} ", \\"to\\": " {choices[1]} "}}"'
+
+        def listed(moves: list[str | None]) -> str:
+            return f'", \\"transitions\\": [" {_choice([m for m in moves if m])} {more} "]}}"'
+
+        options = [(f'(", \\"value\\": " {value})? "}}"', True)]
+        if at:  # a first transition from where a record is: callable
+            options.append((listed([first(at, values)]), True))
+        if elsewhere:
+            options.append((listed([first(elsewhere, values)]), False))
+        for target in values:  # with a value, callable where a first transition leads from a record to it
+            fixed = f'", \\"value\\": " {json_literal(target)} '
+            if at:
+                options.append((fixed + listed([first(at, [target])]), True))
+            others = [v for v in values if v != target]
+            unsure = [first(elsewhere, values), first(at, others)]
+            if any(unsure):
+                options.append((fixed + listed(unsure), False))
+        return options
 
     # -- the task ------------------------------------------------------------------------------------
 
@@ -623,6 +683,13 @@ class SpecStages:
         if shortest == 0:
             return f'"\\"" {_TEXT_CHAR}{{0,{longest}}} "\\""'
         return f'"\\"" {_FIRST_CHAR} {_TEXT_CHAR}{{{shortest - 1},{longest - 1}}} "\\""'
+
+
+def _most(table: TableSpec, field: str) -> float:
+    """The largest amount of `field` a record of `table` holds as written (a field left out holds its default)."""
+    default = table.fields[field].default
+    amounts = [record.get(field, default) for record in table.records]
+    return max((float(a) for a in amounts if isinstance(a, int | float) and not isinstance(a, bool)), default=0.0)
 
 
 def _amount_up_to(available: float) -> dict[str, Any] | None:
