@@ -220,6 +220,8 @@ def test_a_stage_offers_more_only_while_the_tokens_left_pay_for_it_and_for_the_e
         (11, ', "task": {"plan": [{"tool": "borrow", "arguments": {"book_id": "B9"}}]', False),  # never written
         (11, ', "task": {"plan": [{"tool": "borrow", "arguments": {"book_id": "B3"}}]', False),  # on loan
         (12, '{"tool": "search", "arguments": {"title": ""}}]', False),  # an empty search is refused
+        (12, '{"tool": "search", "arguments": {"title": "]["}}]', False),  # 3 of 16 designs searched for it
+        (12, '{"tool": "search", "arguments": {"title": "2 Dune]["}}]', True),
 
     ],
 )  # fmt: skip

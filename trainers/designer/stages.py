@@ -499,10 +499,9 @@ class SpecStages:
                     chosen = {f"from_{key}": {"const": source}, f"to_{key}": {"enum": others}, "amount": amount}
                     schemas.append({**schema, "properties": {**properties, **chosen}})
             return schemas
-        if isinstance(tool, SearchTool):  # an empty search text is refused
-            return [
-                {**schema, "properties": {**properties, tool.field: {"x-gbnf": self._string(1, self.budget.value)}}}
-            ]
+        if isinstance(tool, SearchTool):  # an empty search is refused, one for punctuation alone (`][`) means nothing
+            text = f'"\\"" {KEY_FIRST.gbnf()} {_TEXT_CHAR}{{0,{self.budget.value - 1}}} "\\""'
+            return [{**schema, "properties": {**properties, tool.field: {"x-gbnf": text}}}]
         if tool.kind == "list":  # it names no record (a filter on the key field is a value, not a lookup)
             return [schema]
         if not keys:
