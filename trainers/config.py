@@ -217,10 +217,8 @@ class TrainConfig(_Section):
             )
         if self.designer.task_text == "derived" and self.designer.format != "spec":
             raise ValueError("designer.task_text=derived words a spec's task from its plan: set designer.format=spec")
-        if self.designer.format != "spec" and (self.designer.plans, self.designer.plan_calls) != (
-            "any",
-            SPEC_BUDGET.plan,
-        ):
+        plan_rules = (self.designer.plans, self.designer.plan_calls) != ("any", SPEC_BUDGET.plan)
+        if plan_rules and self.designer.format != "spec":
             raise ValueError("designer.plans and designer.plan_calls rule a spec's plan: set designer.format=spec")
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")

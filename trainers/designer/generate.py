@@ -93,7 +93,8 @@ async def sample_design(
     is written in stages (`trainers.designer.stages`, a fresh machine from `stages` for each reply), each held
     by a grammar of what came before; with `task_text="derived"` its instruction and hint are worded from its
     plan (only there: a reply sampled whole cannot be held to a text that depends on what it wrote before)."""
-    if stages().task_text == "derived" and (design_format != "spec" or settings.mode != "tokens"):
+    machine = stages()
+    if machine.task_text == "derived" and (design_format != "spec" or settings.mode != "tokens"):
         raise ValueError(
             f"task_text=derived words a staged spec's task: it needs the spec format in tokens mode, not "
             f"{design_format!r} in {settings.mode!r} mode"
@@ -111,7 +112,7 @@ async def sample_design(
         turn = Turn(index=0, endpoint=endpoint.url, started_s=0.0, latency_s=0.0, attempts=0)
         try:
             if isinstance(client, TokensClient) and design_format == "spec":
-                message = await client.sample_stages(stages(), turn)
+                message = await client.sample_stages(machine, turn)
             else:
                 message, _ = await client.sample(sample.messages, turn)
         except EndpointFailure as failure:

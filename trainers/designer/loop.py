@@ -68,13 +68,12 @@ class DesignSettings:
     task_text: TaskText = "written"  # a spec's instruction and hint: sampled, or worded from its plan
     plans: PlanRule = "any"  # which plans may end ("change": only one that changes something)
     plan_calls: int = SPEC_BUDGET.plan  # the most calls a spec's plan has
+    max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
 
     def spec_stages(self) -> SpecStages:
         """A fresh stage machine for one staged spec, under these settings' rules."""
         budget = dataclasses.replace(SPEC_BUDGET, plan=self.plan_calls)
         return SpecStages(budget, self.task_text, self.plans)
-
-    max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
 
 
 @dataclass

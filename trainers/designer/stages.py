@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import re
 import string
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -319,31 +320,19 @@ class SpecStages:
             ends = f'{_choice(sure + other if can_change else sure)} "]"'
         elif can_change:
             ends = f'{_choice(sure + other)} (", " | "]")'
-        else:
-            ends = (
-                f'({_choice(sure)} (", " | "]") | {_choice(other)} ", ")' if other else f'{_choice(sure)} (", " | "]")'
-            )
+        else:  # nothing written can change a record yet: only a tool that can may end the list
+            unsure = f' | {_choice(other)} ", "' if other else ""
+            ends = f'({_choice(sure)} (", " | "]"){unsure})'
         return rules.grammar(opening + ends)
 
     def _can_change(self) -> bool:
         """Whether a written tool of a changing kind has a call that succeeds on the records as written."""
-        tables = self._written_tables()
-        spec = self._partial_spec(tables, [])
+        spec = self._partial_spec(self._written_tables(), [])
         try:
             state = state_after_plan(spec)
         except (SpecError, ValueError, TypeError):
             return False
-        for tool in spec.tools:
-            table = spec.table(tool.table)
-            if tool.kind not in CHANGING_KINDS or table is None:
-                continue
-            try:
-                contract = tool_contract(tool, spec)
-            except (SpecError, ValueError, TypeError):
-                continue
-            if self._argument_schemas(contract.input_schema, tool, table, state.get(table.name, {}), GrammarRules()):
-                return True
-        return False
+        return any(tool.kind in CHANGING_KINDS for tool, _ in self._possible_calls(spec, state, GrammarRules()))
 
     def _tool_options(self, table: TableSpec, name: str, rules: GrammarRules) -> list[tuple[str, bool]]:
         """Each tool `table` may have, and whether it surely changes something when called on the records as
@@ -376,7 +365,7 @@ class SpecStages:
         for field_name, field in fields.items():
             if field_name != table.key:
                 update = f'{head("update")} ", \\"field\\": " {json_literal(field_name)}'
-                held = [record.get(field_name, zero_value(field)) for record in table.records]
+                held = _held(table, field_name)
                 options += [(f"{update} {settings}", sure) for settings, sure in self._update(field, held, rules)]
         return options
 
@@ -445,17 +434,10 @@ class SpecStages:
             return rules.grammar(_CLOSE)  # the spec closes, and the gates name the refused call
         changing: list[str] = []
         reading: list[str] = []
-        for tool in spec.tools:
-            table = spec.table(tool.table)
-            try:
-                contract = tool_contract(tool, spec)
-            except (SpecError, ValueError, TypeError):
-                continue
-            assert table is not None
-            for schema in self._argument_schemas(contract.input_schema, tool, table, state.get(table.name, {}), rules):
-                arguments = json_value(schema, rules)
-                call = f'"{{\\"tool\\": " {json_literal(tool.name)} ", \\"arguments\\": " {arguments} "}}"'
-                (changing if tool.kind in CHANGING_KINDS else reading).append(call)
+        for tool, schema in self._possible_calls(spec, state, rules):
+            arguments = json_value(schema, rules)
+            call = f'"{{\\"tool\\": " {json_literal(tool.name)} ", \\"arguments\\": " {arguments} "}}"'
+            (changing if tool.kind in CHANGING_KINDS else reading).append(call)
         changed = self._plan_changes()
         # Another call is offered only where one will surely be possible after this one: a tool that needs
         # no record (search, list, create), or records enough that one call cannot take them all.
@@ -473,6 +455,20 @@ class SpecStages:
             options.append(f"{rules.add(_choice(reading))} {_choice(ends)}")
         # No call can be made (the tools' records are gone, no amount fits): the spec closes, the gates say why.
         return rules.grammar(_choice(options) if options else _CLOSE)
+
+    def _possible_calls(
+        self, spec: Spec, state: dict[str, Any], rules: GrammarRules
+    ) -> Iterator[tuple[ToolDefinition, dict[str, Any]]]:
+        """(tool, arguments' schema) for every way a written tool's call can succeed in `state`."""
+        for tool in spec.tools:
+            table = spec.table(tool.table)
+            try:
+                contract = tool_contract(tool, spec)
+            except (SpecError, ValueError, TypeError):
+                continue
+            assert table is not None
+            for schema in self._argument_schemas(contract.input_schema, tool, table, state.get(table.name, {}), rules):
+                yield tool, schema
 
     def _argument_schemas(
         self,
@@ -684,10 +680,14 @@ class SpecStages:
         return f'"\\"" {_FIRST_CHAR} {_TEXT_CHAR}{{{shortest - 1},{longest - 1}}} "\\""'
 
 
+def _held(table: TableSpec, field: str) -> list[Any]:
+    """The values of `field` in `table`'s records as written (a field left out holds its zero value)."""
+    return [record.get(field, zero_value(table.fields[field])) for record in table.records]
+
+
 def _most(table: TableSpec, field: str) -> float:
-    """The largest amount of `field` a record of `table` holds as written (a field left out holds its default)."""
-    default = table.fields[field].default
-    amounts = [record.get(field, default) for record in table.records]
+    """The largest amount of `field` a record of `table` holds as written."""
+    amounts = _held(table, field)
     return max((float(a) for a in amounts if isinstance(a, int | float) and not isinstance(a, bool)), default=0.0)
 
 
