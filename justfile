@@ -74,7 +74,7 @@ test: model bench-deps
     ruff check .
     ruff format --check .
     mypy
-    pytest -m "not slow"
+    pytest -m "not slow" --durations=25
 
 # Suites too slow for every run.
 test-slow: model bench-deps

@@ -1,9 +1,10 @@
-"""The designer on each grounding corpus, task wording and plan rule, same seeds, side by side.
+"""The designer on each grounding corpus, task wording, plan rule and vocabulary, same seeds, side by side.
 
 Runs `spadework design` (the embedded model, the CPU preset's designer: specs written in stages, 768 tokens,
 temperature 0.7, paid the band on partial credit; the agent constrained, 4 turns of 64 tokens) once per
 corpus, `--task-text` (written by the model, or derived from the plan by trusted code), `--plans` (which
-plans may end) and `--plan-calls` (the most calls a plan has) with the same seed, then prints one table:
+plans may end), `--plan-calls` (the most calls a plan has) and `--vocabularies` (names and values free, or
+copied from the document) with the same seed, then prints one table:
 validity, what the gates rejected (the `meaning` gate's rejections counted apart: worlds that passed every
 other gate), the Vendi score of the valid worlds' tool schemas, grounding (the share of a valid world's names
 and record values found in its document; worlds at least half grounded), regret with its interval, hinted
@@ -14,6 +15,7 @@ valid designs were paid different rewards. A finished run is read back, not run 
     python benchmarks/designer_corpora.py --out runs/corpora      # or: just bench-corpora
     python benchmarks/designer_corpora.py --corpora tables --task-texts written derived
     python benchmarks/designer_corpora.py --corpora tables --plans any change --plan-calls 3 1
+    python benchmarks/designer_corpora.py --corpora tables --vocabularies free document
 """
 
 from __future__ import annotations
@@ -126,22 +128,24 @@ def main() -> None:
     parser.add_argument("--task-texts", nargs="+", default=["written"], choices=["written", "derived"])
     parser.add_argument("--plans", nargs="+", default=["any"], choices=["any", "change"])
     parser.add_argument("--plan-calls", nargs="+", type=int, default=[SPEC_BUDGET.plan])
+    parser.add_argument("--vocabularies", nargs="+", default=["free"], choices=["free", "document"])
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--documents", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
     parser.add_argument("--plays", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    arms = list(itertools.product(args.corpora, args.task_texts, args.plans, args.plan_calls))
+    arms = list(itertools.product(args.corpora, args.task_texts, args.plans, args.plan_calls, args.vocabularies))
     for arm in arms:
-        corpus, text, plans, calls = arm
+        corpus, text, plans, calls, vocabulary = arm
         out = arm_directory(args.out, *arm)
         if len(read_metrics(out)) >= args.iterations if out.exists() else False:
             continue
         sizes = ["--iterations", args.iterations, "--documents", args.documents, "--generations", args.generations,
                  "--plays", args.plays, "--seed", args.seed]  # fmt: skip
         command = [sys.executable, "-m", "spadework", "design", "--out", str(out), "--corpus", corpus, *DESIGN,
-                   "--task-text", text, "--plans", plans, "--plan-calls", str(calls), *map(str, sizes)]  # fmt: skip
+                   "--task-text", text, "--plans", plans, "--plan-calls", str(calls), "--vocabulary", vocabulary,
+                   *map(str, sizes)]  # fmt: skip
         print(f"designing on {arm_label(*arm)}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True)
     summaries = {arm: summary(arm_directory(args.out, *arm), arm[0], args.seed, args.documents) for arm in arms}
@@ -152,19 +156,19 @@ def main() -> None:
         print(f"| {row} | " + " | ".join(summaries[arm][row] for arm in arms) + " |")
 
 
-def arm_directory(out: Path, corpus: str, text: str, plans: str, calls: int) -> Path:
+def arm_directory(out: Path, corpus: str, text: str, plans: str, calls: int, vocabulary: str = "free") -> Path:
     """`OUT/<corpus>` for the defaults (as before there were choices), else with what differs:
-    `OUT/<corpus>-derived-change-calls1`."""
-    return out / "-".join([corpus, *_differs(text, plans, calls)])
+    `OUT/<corpus>-derived-change-calls1-document`."""
+    return out / "-".join([corpus, *_differs(text, plans, calls, vocabulary)])
 
 
-def arm_label(corpus: str, text: str, plans: str, calls: int) -> str:
-    return ", ".join([corpus, *_differs(text, plans, calls)])
+def arm_label(corpus: str, text: str, plans: str, calls: int, vocabulary: str = "free") -> str:
+    return ", ".join([corpus, *_differs(text, plans, calls, vocabulary)])
 
 
-def _differs(text: str, plans: str, calls: int) -> list[str]:
-    return [part for part, default in ((text, "written"), (plans, "any"), (f"calls{calls}", f"calls{SPEC_BUDGET.plan}"))
-            if part != default]  # fmt: skip
+def _differs(text: str, plans: str, calls: int, vocabulary: str) -> list[str]:
+    defaults = ((text, "written"), (plans, "any"), (f"calls{calls}", f"calls{SPEC_BUDGET.plan}"), (vocabulary, "free"))
+    return [part for part, default in defaults if part != default]
 
 
 if __name__ == "__main__":

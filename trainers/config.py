@@ -20,6 +20,7 @@ from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.regret import RewardMode, WinRate
 from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
+from trainers.designer.vocabulary import VocabularyRule
 from trainers.suite import SuiteName
 
 
@@ -98,6 +99,11 @@ class DesignerConfig(_Section):
     )
     plan_calls: int = Field(
         SPEC_BUDGET.plan, ge=1, le=SPEC_BUDGET.plan, description="The most calls a spec's plan has."
+    )
+    vocabulary: VocabularyRule = Field(
+        "free",
+        description="format=spec, tokens: free, or document (a spec's table and field names are its document's words, "
+        "its records' values the document's cells; trainers/designer/vocabulary.py).",
     )
     reward: RewardMode = Field("regret", description="regret, blend or band (trainers/designer/regret.py).")
     plateau: tuple[float, float] = (0.4, 0.6)
@@ -220,6 +226,8 @@ class TrainConfig(_Section):
         plan_rules = (self.designer.plans, self.designer.plan_calls) != ("any", SPEC_BUDGET.plan)
         if plan_rules and self.designer.format != "spec":
             raise ValueError("designer.plans and designer.plan_calls rule a spec's plan: set designer.format=spec")
+        if self.designer.vocabulary != "free" and self.designer.format != "spec":
+            raise ValueError("designer.vocabulary rules what a spec's stages may write: set designer.format=spec")
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
         if (

@@ -262,6 +262,7 @@ async def _run(
         task_text=config.designer.task_text,
         plans=config.designer.plans,
         plan_calls=config.designer.plan_calls,
+        vocabulary=config.designer.vocabulary,
         max_failed_share=config.run.max_failed_share,
         # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
         # shares the longest prefix with it, so each episode finds its own history there and a turn reads only

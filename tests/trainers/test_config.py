@@ -148,6 +148,12 @@ def test_derived_task_text_needs_a_spec_designer() -> None:
         load_config("cpu-tiny", ["designer.task_text=derived", "designer.format=python"])
 
 
+def test_a_document_vocabulary_needs_a_spec_designer() -> None:
+    assert load_config("cpu-tiny", ["designer.vocabulary=document"]).designer.vocabulary == "document"
+    with pytest.raises(ConfigError, match=r"designer\.vocabulary .* set designer\.format=spec"):
+        load_config("cpu-tiny", ["designer.vocabulary=document", "designer.format=python"])
+
+
 def test_plan_rules_need_a_spec_designer() -> None:
     config = load_config("cpu-tiny", ["designer.plans=change", "designer.plan_calls=1"])
     assert (config.designer.plans, config.designer.plan_calls) == ("change", 1)

@@ -33,6 +33,7 @@ from tests.llama_grammar import Agreement, LlamaCppGrammar
 from trainers.corpus import PythonDocsSource
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.stages import FIRST, TEXT, SpecStages, key_except, name_except, text_except
+from trainers.designer.vocabulary import Vocabulary
 
 # The corpora to come: places, people, currencies, scripts (issue 34).
 WORLD_TEXTS = ["São Paulo", "José Núñez", "Zürich", "€12,50", "東京都", "Łódź", "Ελλάδα", "Привет, мир", "😀🎉",
@@ -129,8 +130,9 @@ def test_texts_other_than_the_used_ones_are_read_alike(agreement: Agreement, cor
     assert tally.positions > 400
 
 
-def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
-    """A sound staged spec (a small library) in its stages, every key, value and text drawn from Unicode."""
+def unicode_spec(rng: random.Random, sources: list[str], copyable: bool = False) -> list[str]:
+    """A sound staged spec (a small library) in its stages, every key, value and text drawn from Unicode
+    (`copyable`: each record value a cell a document's table can hold, no '|', not opening on punctuation)."""
 
     def text(longest: int) -> str:
         return draw(rng, longest, sources)
@@ -145,6 +147,9 @@ def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
         if key not in keys:
             keys.append(key)
     titles = [text(SPEC_BUDGET.value) for _ in range(4)]
+    if copyable:
+        keys, titles = ([name.replace("|", "¦") for name in names] for names in (keys, titles))
+        titles = [t if t[0] not in string.punctuation + " " else "T" + t[: SPEC_BUDGET.value - 1] for t in titles]
 
     def free(longest: int) -> str:  # text beside the quoted values, and a hint's: no single quote
         return text(longest).replace("'", "’")
@@ -174,9 +179,12 @@ def unicode_spec(rng: random.Random, sources: list[str]) -> list[str]:
     ]
 
 
-def walk_spec(agreement: Agreement, rng: random.Random, sources: list[str]) -> None:
-    stages = SpecStages()
-    for part in unicode_spec(rng, sources):
+def walk_spec(
+    agreement: Agreement, rng: random.Random, sources: list[str], parts: list[str] | None = None,
+    vocabulary: Vocabulary | None = None,
+) -> None:  # fmt: skip
+    stages = SpecStages(vocabulary=vocabulary)
+    for part in parts or unicode_spec(rng, sources):
         grammar = stages.grammar()
         assert grammar is not None, part
         written = agreement.walk(grammar, rng, part, longest=400)
@@ -196,6 +204,35 @@ def test_every_designer_stage_is_read_alike_for_a_spec_in_any_script(
     print(tally.line())
     assert not tally.disagreements, tally.disagreements[:5]
     assert tally.positions - before > 300
+
+
+def test_designer_stages_that_copy_from_a_document_are_read_alike(
+    agreement: Agreement, corpus_texts: list[str]
+) -> None:
+    """The staged spec again, its names and values now copied from a document in any script that holds them
+    (`designer.vocabulary=document`): the names and values are walks down a trie of the document's."""
+    rng = random.Random(4)
+    for _ in range(20):  # a draw the vocabulary cannot hold (a key drawn twice once '|' is replaced) is drawn again
+        parts = unicode_spec(rng, corpus_texts + WORLD_TEXTS, copyable=True)
+        tables = json.loads("".join(parts))["tables"]
+        document = "Books and members.\n" + "\n\n".join(
+            "\n".join([" | ".join(table["fields"])] + [" | ".join(str(record.get(field, "")) for field in
+                       table["fields"]) for record in table["records"]])
+            for table in tables
+        )  # fmt: skip
+        vocabulary = Vocabulary.of(document)
+        held = [value in (vocabulary.keys(name) if name == table["key"] else vocabulary.values(name, "string"))
+                for table in tables for record in table["records"] for name, value in record.items()
+                if isinstance(value, str)]  # fmt: skip
+        if all(held):
+            break
+    else:
+        pytest.fail("no draw of values that a vocabulary holds")
+    before = agreement.tally.positions
+    walk_spec(agreement, rng, [], parts, vocabulary)
+    tally = agreement.tally
+    assert not tally.disagreements, tally.disagreements[:5]
+    assert tally.positions - before > 200
 
 
 def unicode_tools(rng: random.Random, sources: list[str]) -> tuple[list[dict[str, Any]], str]:

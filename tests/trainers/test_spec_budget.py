@@ -17,9 +17,11 @@ import pytest
 
 from toolworlds.examples import EXAMPLE_SPEC
 from toolworlds.spec import spec_schema
+from trainers.corpus import Document
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.generate import design_constraint, design_schema
-from trainers.designer.prompt import SPEC_SYSTEM
+from trainers.designer.loop import DesignSettings
+from trainers.designer.prompt import designer_messages, spec_system
 
 BOUNDS = ("maxItems", "maxProperties", "maxLength")
 
@@ -52,7 +54,25 @@ def over_budget() -> dict[str, dict[str, Any]]:
 
 def test_the_example_spec_fits_the_budget_and_the_prompt_states_it() -> None:
     jsonschema.validate(example(), design_schema())
-    assert f"at most {SPEC_BUDGET.fields} fields and {SPEC_BUDGET.records} records" in SPEC_SYSTEM.replace("\n", " ")
+    assert f"at most {SPEC_BUDGET.fields} fields and {SPEC_BUDGET.records} records" in spec_system().replace("\n", " ")
+
+
+@pytest.mark.parametrize(
+    ("plan_calls", "plans", "asked"),
+    [
+        (3, "any", "Make the task take two or three tool calls, and"),
+        (2, "any", "Make the task take two tool calls, and"),
+        (1, "change", "Make the task take one tool call that changes a record, and"),
+        (3, "change", "Make the task take two or three tool calls, at least one of which changes a record, and"),
+    ],
+)
+def test_the_spec_prompt_asks_for_the_plan_its_grammar_holds(plan_calls: int, plans: str, asked: str) -> None:
+    settings = DesignSettings(format="spec", plans=plans, plan_calls=plan_calls)  # type: ignore[arg-type]
+    document = Document(source="tables:x", title="Rentals", text="Cars rented by the day.")
+    for doc in (document, Document(source="none", title="", text="")):  # with a document and without
+        system, user = designer_messages(doc, [], "spec", settings.spec_budget(), settings.plans)
+        assert asked in user["content"].replace("\n", " ")
+        assert f"a plan of at most {plan_calls} calls" in system["content"].replace("\n", " ")
 
 
 @pytest.mark.parametrize("cap", sorted(over_budget()))

@@ -30,6 +30,7 @@ from trainers.designer.prompt import DesignFormat
 from trainers.designer.regret import RewardMode, RewardSettings, WinRate
 from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
+from trainers.designer.vocabulary import VocabularyRule
 
 log = structlog.get_logger()
 
@@ -67,6 +68,9 @@ def design(
     plan_calls: Annotated[
         int, typer.Option(min=1, max=SPEC_BUDGET.plan, help="Staged specs: the most calls a plan has.")
     ] = SPEC_BUDGET.plan,
+    vocabulary: Annotated[
+        VocabularyRule, typer.Option(help="Staged specs: free, or document (names and values from the document).")
+    ] = "free",
     agent_mode: Annotated[Mode, typer.Option(help="How the agent's plays talk to the model.")] = "chat",
     tokenizer: Annotated[str | None, typer.Option(help="tokens mode: tokenizer (default: the served GGUF).")] = None,
     designer_tokens: Annotated[int, typer.Option(min=64, help="Most tokens in a designer reply.")] = 2048,
@@ -99,9 +103,11 @@ def design(
     if task_text == "derived" and (designer_format != "spec" or designer_mode != "tokens"):
         raise typer.BadParameter("derived task text is worded stage by stage: give --designer-format spec "
                                  "--designer-mode tokens", param_hint="--task-text")  # fmt: skip
-    if (plans, plan_calls) != ("any", SPEC_BUDGET.plan) and (designer_format != "spec" or designer_mode != "tokens"):
-        raise typer.BadParameter("plan rules hold a spec written in stages: give --designer-format spec "
-                                 "--designer-mode tokens", param_hint="--plans/--plan-calls")  # fmt: skip
+    staged_rules = (plans, plan_calls, vocabulary) != ("any", SPEC_BUDGET.plan, "free")
+    if staged_rules and (designer_format != "spec" or designer_mode != "tokens"):
+        raise typer.BadParameter("plan and vocabulary rules hold a spec written in stages: give --designer-format "
+                                 "spec --designer-mode tokens",
+                                 param_hint="--plans/--plan-calls/--vocabulary")  # fmt: skip
     served = embedded_unless(endpoint, local_model, local_parallel)
     if served is not None:
         tokenizer = tokenizer or str(served.model)
@@ -128,6 +134,7 @@ def design(
         task_text=task_text,
         plans=plans,
         plan_calls=plan_calls,
+        vocabulary=vocabulary,
         # A play that fills a slot of the embedded server ends on its state, not in a refused request.
         agent=EpisodeSettings(
             mode=agent_mode,

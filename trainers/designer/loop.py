@@ -12,6 +12,7 @@ trajectory store), `metrics.jsonl` (one line per iteration) and the SQLite memor
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import statistics
 import time
@@ -35,7 +36,7 @@ from toolworlds.spec import Spec
 from toolworlds.untrusted.validate import Verdict, validate, validate_spec
 from trainers import journal
 from trainers.corpus import Corpus
-from trainers.designer.budget import SPEC_BUDGET
+from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
 from trainers.designer.generate import DesignSample, sample_design
 from trainers.designer.grounding import GROUNDED_SHARE, grounding
@@ -44,6 +45,7 @@ from trainers.designer.prompt import PROMPT_VERSION, DesignFormat, designer_mess
 from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
 from trainers.designer.stages import PlanRule, SpecStages
 from trainers.designer.task_text import TaskText
+from trainers.designer.vocabulary import Vocabulary, VocabularyRule
 
 log = structlog.get_logger()
 
@@ -68,12 +70,20 @@ class DesignSettings:
     task_text: TaskText = "written"  # a spec's instruction and hint: sampled, or worded from its plan
     plans: PlanRule = "any"  # which plans may end ("change": only one that changes something)
     plan_calls: int = SPEC_BUDGET.plan  # the most calls a spec's plan has
+    vocabulary: VocabularyRule = (
+        "free"  # "document": a spec's table and field names and record values are its document's
+    )
     max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
 
-    def spec_stages(self) -> SpecStages:
-        """A fresh stage machine for one staged spec, under these settings' rules."""
-        budget = dataclasses.replace(SPEC_BUDGET, plan=self.plan_calls)
-        return SpecStages(budget, self.task_text, self.plans)
+    def spec_budget(self) -> SpecBudget:
+        """The caps a staged spec is written under: the published ones, with this run's plan length."""
+        return dataclasses.replace(SPEC_BUDGET, plan=self.plan_calls)
+
+    def spec_stages(self, document: str = "") -> SpecStages:
+        """A fresh stage machine for one staged spec on `document`, under these settings' rules."""
+        budget = self.spec_budget()
+        vocabulary = Vocabulary.of(document, budget) if self.vocabulary == "document" else None
+        return SpecStages(budget, self.task_text, self.plans, vocabulary)
 
 
 @dataclass
@@ -159,7 +169,7 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     samples, documents = [], []
     for index in range(settings.documents):
         document = run.corpus.sample(rng)
-        messages = designer_messages(document, examples, settings.format)
+        messages = designer_messages(document, examples, settings.format, settings.spec_budget(), settings.plans)
         for generation in range(settings.generations):
             key = f"designer/{iteration}/{index}/{generation}"
             version = prompt_version(settings.format)
@@ -172,9 +182,8 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     async def design(index: int, sample: DesignSample) -> None:
         async with limiter:
             seed = iteration * 10_000 + index
-            await sample_design(
-                run.endpoints, settings.designer, run.run, seed, sample, settings.format, settings.spec_stages
-            )
+            stages = functools.partial(settings.spec_stages, documents[index])
+            await sample_design(run.endpoints, settings.designer, run.run, seed, sample, settings.format, stages)
 
     async with anyio.create_task_group() as group:
         for index, sample in enumerate(samples):

@@ -15,10 +15,12 @@ from toolworlds.examples import EXAMPLE_WORLD
 from trainers.corpus import Document
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.memory import RememberedWorld
+from trainers.designer.stages import PlanRule
 
 DesignFormat = Literal["python", "spec"]
 PROMPT_VERSION = "designer-v2"  # v2: the docstring is written for the agent
-SPEC_PROMPT_VERSION = "designer-spec-v5"  # v3: stages, no example; v4: the plan first; v5: values named
+# v3: stages, no example; v4: the plan first; v5: values named; v6: the plan's size and rule as the grammar holds them
+SPEC_PROMPT_VERSION = "designer-spec-v6"
 
 
 SYSTEM = (
@@ -72,7 +74,7 @@ def _limits(budget: SpecBudget) -> str:
     )
 
 
-SPEC_SYSTEM = """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
+SPEC_SYSTEM_HEAD = """You design toolworlds: small environments in which an AI agent solves a task by calling tools.
 You write a toolworld as one JSON spec, in this order:
 1. its `name` and `description`;
 2. `tables`, the hidden state: each table has a `name`, typed `fields` (the first is the record's id, a
@@ -88,10 +90,24 @@ You write a toolworld as one JSON spec, in this order:
    value the plan types and the record the question asks about ("Please borrow the book 'Dune' with id
    'B2'."); the `hint` starts with a step or "Use <tool>" and says which tools to use in which order,
    without ids, amounts or the answer; `untouched` lists records that must not change.
-""" + _limits(SPEC_BUDGET)
+"""
+
+
+def spec_system(budget: SpecBudget = SPEC_BUDGET) -> str:
+    """The spec designer's system message, with the caps its grammar holds."""
+    return SPEC_SYSTEM_HEAD + _limits(budget)
+
+
+def _task_size(budget: SpecBudget, plans: PlanRule) -> str:
+    """The plan the request asks for, in words; the stage grammar holds the same (`plan_calls`, `plans`)."""
+    calls = {1: "one tool call", 2: "two tool calls"}.get(budget.plan, "two or three tool calls")
+    if plans == "change":
+        calls += " that changes a record" if budget.plan == 1 else ", at least one of which changes a record"
+    return calls
+
 
 SPEC_REQUEST = """Write one new toolworld spec grounded in the document below: its tables, tools and task should
-come from what the document describes. Make the task take two or three tool calls, and make the hint
+come from what the document describes. Make the task take {size}, and make the hint
 helpful but not the answer.
 
 Document ({title}):
@@ -99,8 +115,8 @@ Document ({title}):
 {memory}
 Reply with the JSON spec only."""
 
-SPEC_NO_DOCUMENT = """Write one new toolworld spec in a domain of your choice. Make the task take two or three tool
-calls, and make the hint helpful but not the answer.
+SPEC_NO_DOCUMENT = """Write one new toolworld spec in a domain of your choice. Make the task take {size}, and
+make the hint helpful but not the answer.
 {memory}
 Reply with the JSON spec only."""
 
@@ -110,9 +126,14 @@ def prompt_version(design_format: DesignFormat) -> str:
 
 
 def designer_messages(
-    document: Document, memory: list[RememberedWorld], design_format: DesignFormat = "python"
+    document: Document,
+    memory: list[RememberedWorld],
+    design_format: DesignFormat = "python",
+    budget: SpecBudget = SPEC_BUDGET,
+    plans: PlanRule = "any",
 ) -> list[dict[str, str]]:
-    """The chat messages that ask the designer for one world, as Python or as a spec."""
+    """The chat messages that ask the designer for one world, as Python or as a spec (within `budget`, under
+    the plan rule `plans`: the prompt says what the stage grammar will hold it to)."""
     remembered = ""
     if memory:
         lines = "\n".join(world.line() for world in memory)
@@ -120,9 +141,11 @@ def designer_messages(
             "\nWorlds you wrote before, and how the agent did (aim between too easy and too hard):\n" + lines + "\n"
         )
     spec = design_format == "spec"
+    size = _task_size(budget, plans)
     if not document.text.strip():  # the no-corpus ablation
-        request = (SPEC_NO_DOCUMENT if spec else NO_DOCUMENT).format(memory=remembered)
+        request = (SPEC_NO_DOCUMENT if spec else NO_DOCUMENT).format(memory=remembered, size=size)
     else:
         template = SPEC_REQUEST if spec else REQUEST
-        request = template.format(title=document.title, text=document.text.strip(), memory=remembered)
-    return [{"role": "system", "content": SPEC_SYSTEM if spec else SYSTEM}, {"role": "user", "content": request}]
+        request = template.format(title=document.title, text=document.text.strip(), memory=remembered, size=size)
+    system = spec_system(budget) if spec else SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": request}]

@@ -69,6 +69,7 @@ from toolworlds.spec import (
 from toolworlds.spec_compile import same_value, state_after_plan, tool_contract
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.task_text import TaskText, derived_hint, derived_instruction, says
+from trainers.designer.vocabulary import Vocabulary
 
 Stage = Literal["table", "field", "records", "record", "tool", "task", "call", "brief", "hint"]
 # Which plans may end: "any" ends in a change or, reads alone, where a question can follow; "change" only once
@@ -129,6 +130,21 @@ def text_except(
     return f'"\\"" {text} "\\""' if quoted else text
 
 
+def text_among(texts: AbstractSet[str], rules: GrammarRules) -> str:
+    """A quoted text that is one of `texts`: a walk down their trie, one way through for each."""
+
+    def node(depth: int, under: list[str]) -> str:
+        options = ['""'] if any(len(text) == depth for text in under) else []
+        onward: dict[str, list[str]] = {}
+        for text in under:
+            if len(text) > depth:
+                onward.setdefault(text[depth], []).append(text)
+        options += [f"{literal(c)} {node(depth + 1, group)}" for c, group in sorted(onward.items())]
+        return rules.add(_choice(options))
+
+    return f'"\\"" {node(0, sorted(texts))} "\\""'
+
+
 def name_except(used: AbstractSet[str], rules: GrammarRules, longest: int = SPEC_BUDGET.name) -> str:
     """A quoted identifier (`[a-z][a-z0-9_]*`, at most `longest` characters) that is none of `used`."""
     names = {name for name in used if re.fullmatch(r"[a-z][a-z0-9_]*", name)}
@@ -144,11 +160,16 @@ class SpecStages:
     """The stage machine of one staged spec: `grammar()` for the next stage, `wrote(text)` with what it sampled."""
 
     def __init__(
-        self, budget: SpecBudget = SPEC_BUDGET, task_text: TaskText = "written", plans: PlanRule = "any"
+        self,
+        budget: SpecBudget = SPEC_BUDGET,
+        task_text: TaskText = "written",
+        plans: PlanRule = "any",
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         self.budget = budget
         self.task_text = task_text  # "derived": trusted code words the instruction and hint (`task_text`)
         self.plans = plans  # "change": every plan changes something (reads alone never end it)
+        self.vocabulary = vocabulary  # set: tables' names and records' values are copied from it (`vocabulary`)
         self.stage: Stage | None = "table"
         self.tables: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
@@ -221,8 +242,8 @@ class SpecStages:
         """[the header,] a table's name (new) and its key field, a plain string; then `, ` or `}`."""
         rules = GrammarRules()
         used = {str(table["name"]) for table in self.tables}
-        key_field = f'{self._name(RESERVED, rules)} ": {{\\"type\\": \\"string\\"}}"'
-        head = f'"{{\\"name\\": " {self._name(used | RESERVED, rules)} ", \\"fields\\": {{" {key_field}'
+        key_field = f'{self._data_name(RESERVED, rules)} ": {{\\"type\\": \\"string\\"}}"'
+        head = f'"{{\\"name\\": " {self._data_name(used | RESERVED, rules)} ", \\"fields\\": {{" {key_field}'
         cost = self.budget.tokens.table if self.tables else self.budget.tokens.header
         head = f"{head} {self._after_field(1, cost)}"
         if self.tables:
@@ -233,7 +254,7 @@ class SpecStages:
     def _field(self) -> str:
         """Another field of the table, named anew, typed; then `, ` or `}`."""
         rules, fields = GrammarRules(), self.tables[-1]["fields"]
-        name = self._name(set(fields) | RESERVED, rules)
+        name = self._data_name(set(fields) | RESERVED, rules)
         return rules.grammar(
             f'{name} ": " {self._field_spec(rules)} {self._after_field(len(fields) + 1, self.budget.tokens.field)}'
         )
@@ -278,8 +299,8 @@ class SpecStages:
 
     def _record(self, key: str, used: set[str], rules: GrammarRules) -> str:
         fields = self.tables[-1]["fields"]
-        properties = {name: self._value_schema(field) for name, field in fields.items()}
-        properties[key] = {"x-gbnf": self._key(used, rules)}
+        properties = {name: self._value_schema(name, field) for name, field in fields.items()}
+        properties[key] = {"x-gbnf": self._record_key(key, used, rules)}
         return rules.add(json_value({"type": "object", "properties": properties, "required": [key]}, rules))
 
     def _after_record(self, records: int, cost: int) -> str:
@@ -292,11 +313,19 @@ class SpecStages:
             options.append('"]}, "')
         return _choice([*options, '"]}]"'])
 
-    def _value_schema(self, field: dict[str, Any]) -> dict[str, Any]:
+    def _value_schema(self, name: str, field: dict[str, Any]) -> dict[str, Any]:
         if field.get("enum"):
             return {"enum": field["enum"]}
         kind = field.get("type", "string")
+        if self.vocabulary is not None and kind != "boolean" and (copied := self.vocabulary.values(name, kind)):
+            return {"enum": copied}
         return {"type": kind, "maxLength": self.budget.value} if kind == "string" else {"type": kind}
+
+    def _record_key(self, key: str, used: AbstractSet[str], rules: GrammarRules) -> str:
+        """A record's key, none of `used`: one of the document's (`Vocabulary.keys`) while any is left."""
+        if self.vocabulary is not None and (left := set(self.vocabulary.keys(key)) - used):
+            return text_among(left, rules)
+        return self._key(used, rules)
 
     # -- tools ---------------------------------------------------------------------------------------
 
@@ -666,6 +695,12 @@ class SpecStages:
 
     def _name(self, used: AbstractSet[str], rules: GrammarRules) -> str:
         return name_except(used, rules, self.budget.name)
+
+    def _data_name(self, used: AbstractSet[str], rules: GrammarRules) -> str:
+        """A table's or a field's name, none of `used`: one of the document's words while any is left."""
+        if self.vocabulary is not None and (left := set(self.vocabulary.names) - used):
+            return text_among(left, rules)
+        return self._name(used, rules)
 
     def _key(self, used: AbstractSet[str], rules: GrammarRules) -> str:
         return key_except(used, rules, self.budget.value)
