@@ -148,10 +148,13 @@ def test_derived_task_text_needs_a_spec_designer() -> None:
         load_config("cpu-tiny", ["designer.task_text=derived", "designer.format=python"])
 
 
-def test_a_document_vocabulary_needs_a_spec_designer() -> None:
-    assert load_config("cpu-tiny", ["designer.vocabulary=document"]).designer.vocabulary == "document"
-    with pytest.raises(ConfigError, match=r"designer\.vocabulary .* set designer\.format=spec"):
-        load_config("cpu-tiny", ["designer.vocabulary=document", "designer.format=python"])
+def test_the_cpu_preset_copies_from_the_document_and_a_python_designer_must_not() -> None:
+    assert load_config("cpu-tiny").designer.vocabulary == "document"
+    assert load_config("cpu-selfplay").designer.vocabulary == "document"
+    assert load_config("gpu-qwen3-4b").designer.vocabulary == "free"
+    with pytest.raises(ConfigError, match=r"designer\.vocabulary=document .* set designer\.format=spec, or designer"):
+        load_config("cpu-tiny", ["designer.format=python"])
+    assert load_config("cpu-tiny", ["designer.format=python", "designer.vocabulary=free"]).designer.format == "python"
 
 
 def test_plan_rules_need_a_spec_designer() -> None:
