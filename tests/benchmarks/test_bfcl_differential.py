@@ -99,7 +99,10 @@ def request_differences(model: ImperfectModel) -> tuple[int, list[str]]:
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("mode", sorted(PROTOCOLS))
+# chat in the default run; text (15 s of it, the same checker behind another prompt format) in `just test-slow`
+@pytest.mark.parametrize(
+    "mode", [mode if mode == "chat" else pytest.param(mode, marks=pytest.mark.slow) for mode in sorted(PROTOCOLS)]
+)
 def test_every_verdict_and_request_agrees_with_bfcl_evals_own_pipeline(mode: str, tmp_path: Path) -> None:
     protocol = PROTOCOLS[mode]
     chosen = plan(protocol)

@@ -121,7 +121,7 @@ def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -
     first = read_metrics(out)[0]
     assert (first.requested, first.replies, first.valid_after_repair) == (3, 3, 1)
     assert first.rejections == {"parse": 2}, first.rejections  # a plan naming no tool; prose is not JSON
-    assert first.regrets == [0.0] and first.prompt_version == "designer-spec-v5"
+    assert first.regrets == [0.0] and first.prompt_version == "designer-spec-v6"
     outcomes = [json.loads(line) for line in (out / "designs.jsonl").read_text().splitlines()]
     valid = [o for o in outcomes if o["verdict"]["valid"]]
     assert len(valid) == 1 and valid[0]["mean_plain"] == 1.0
