@@ -58,6 +58,15 @@ LIBRARY_STAGES = [
 ]
 
 
+def written(parts: list[str], stages: SpecStages | None = None) -> SpecStages:
+    """A stage machine that has written `parts`, one stage each."""
+    stages = stages or SpecStages()
+    for part in parts:
+        stages.grammar()
+        stages.wrote(part)
+    return stages
+
+
 def walk(bytes_matcher: Any, rng: random.Random, task_text: TaskText = "written") -> tuple[str, SpecStages]:
     stages, text = SpecStages(task_text=task_text), ""
     while (grammar := stages.grammar()) is not None:
@@ -228,11 +237,7 @@ def test_a_stage_offers_more_only_while_the_tokens_left_pay_for_it_and_for_the_e
 def test_each_stage_admits_only_what_names_the_written_and_repeats_none_of_it(
     bytes_matcher: Any, stage: int, text: str, admitted: bool
 ) -> None:
-    stages = SpecStages()
-    for part in LIBRARY_STAGES[:stage]:
-        stages.grammar()
-        stages.wrote(part)
-    grammar = stages.grammar()
+    grammar = written(LIBRARY_STAGES[:stage]).grammar()
     assert grammar is not None
     assert admits(bytes_matcher, grammar, text) is admitted, text
 

@@ -16,7 +16,7 @@ import pytest
 
 from engine.gbnf import GrammarRules
 from tests.grammar_walk import admits, random_reply
-from tests.trainers.test_spec_stages import LIBRARY_STAGES
+from tests.trainers.test_spec_stages import LIBRARY_STAGES, written
 from toolworlds.spec import SpecError, parse_spec
 from toolworlds.spec_compile import compile_spec
 from trainers.designer.grounding import grounding
@@ -91,21 +91,14 @@ def test_text_among_admits_exactly_its_texts(bytes_matcher: Any) -> None:
 def test_with_a_vocabulary_the_stages_copy_names_and_values_from_the_document(
     bytes_matcher: Any, stage: int, text: str, admitted: bool
 ) -> None:
-    stages = SpecStages(vocabulary=Vocabulary.of(LIBRARY))
-    for part in LIBRARY_STAGES[:stage]:
-        stages.grammar()
-        stages.wrote(part)
-    grammar = stages.grammar()
+    grammar = written(LIBRARY_STAGES[:stage], SpecStages(vocabulary=Vocabulary.of(LIBRARY))).grammar()
     assert grammar is not None
     assert admits(bytes_matcher, grammar, text) is admitted, text
 
 
 def test_once_the_documents_keys_are_used_up_a_record_key_is_free(bytes_matcher: Any) -> None:
-    stages = SpecStages(vocabulary=Vocabulary.of(LIBRARY))
-    for part in [*LIBRARY_STAGES[:4], '{"book_id": "B1"}, ', '{"book_id": "B2"}, ', '{"book_id": "B3"}, ']:
-        stages.grammar()
-        stages.wrote(part)
-    grammar = stages.grammar()
+    keys_used_up = [*LIBRARY_STAGES[:4], '{"book_id": "B1"}, ', '{"book_id": "B2"}, ', '{"book_id": "B3"}, ']
+    grammar = written(keys_used_up, SpecStages(vocabulary=Vocabulary.of(LIBRARY))).grammar()
     assert grammar is not None
     assert admits(bytes_matcher, grammar, '{"book_id": "B4", "title": "Emma"}]}]')
     assert not admits(bytes_matcher, grammar, '{"book_id": "B4", "title": "Persuasion"}]}]')  # values still copied

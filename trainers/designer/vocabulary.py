@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,18 +68,17 @@ class Vocabulary:
     def values(self, field_name: str, kind: str) -> list[Any]:
         """What a record's `field_name` of type `kind` may hold: its column's cells if the document has such a
         column and they are of the type, else every cell of the type; [] where none is."""
-        for source in (self.columns.get(field_name, ()), self.cells):
-            typed = _unique(value for cell in source if (value := _typed(cell, kind)) is not None)
-            if typed:
-                return typed
-        return []
+        return self._column_else_all(field_name, lambda cell: _typed(cell, kind))
 
     def keys(self, field_name: str) -> list[str]:
         """What a record's key `field_name` may be: its text values (`values`) that a key may be (no '/')."""
+        return self._column_else_all(field_name, lambda cell: None if "/" in cell else _typed(cell, "string"))
+
+    def _column_else_all(self, field_name: str, read: Callable[[str], Any]) -> list[Any]:
+        """The cells `read` makes something of (not None), from `field_name`'s column, else from every cell."""
         for source in (self.columns.get(field_name, ()), self.cells):
-            keys = _unique(cell for cell in source if _typed(cell, "string") is not None and "/" not in cell)
-            if keys:
-                return keys
+            if found := _unique(value for cell in source if (value := read(cell)) is not None):
+                return found
         return []
 
 
