@@ -147,9 +147,10 @@ def unicode_spec(rng: random.Random, sources: list[str], copyable: bool = False)
         if key not in keys:
             keys.append(key)
     titles = [text(SPEC_BUDGET.value) for _ in range(4)]
+    # A searched title opens on a letter or digit, as the search grammar holds it.
+    titles = [t if t[0] not in string.punctuation + " " else "T" + t[: SPEC_BUDGET.value - 1] for t in titles]
     if copyable:
         keys, titles = ([name.replace("|", "¦") for name in names] for names in (keys, titles))
-        titles = [t if t[0] not in string.punctuation + " " else "T" + t[: SPEC_BUDGET.value - 1] for t in titles]
 
     def free(longest: int) -> str:  # text beside the quoted values, and a hint's: no single quote
         return text(longest).replace("'", "’")

@@ -22,6 +22,10 @@ stage by stage, one request each, and each stage may only name what is already w
              about an existing record (`plans="change"`: it must change something)
     end      records that must stay untouched, among those the plan does not name
 
+With a `vocabulary` (`designer.vocabulary=document`) every name a table or field takes is a word of the
+document, and every value typed anywhere (a record's, an update's listed values, a planned create's or search's
+arguments) is one of its cells, by column where the field is named like one.
+
 With `task_text="derived"` the brief offers the questions only (each with the instruction trusted code words
 for it from the plan) and the hint is the plan's tools in order (`trainers.designer.task_text`): each a grammar
 of one string per choice, so what the model still chooses there is the question and the untouched records.
@@ -317,9 +321,16 @@ class SpecStages:
         if field.get("enum"):
             return {"enum": field["enum"]}
         kind = field.get("type", "string")
-        if self.vocabulary is not None and kind != "boolean" and (copied := self.vocabulary.values(name, kind)):
+        if copied := self._copied(name, kind):
             return {"enum": copied}
         return {"type": kind, "maxLength": self.budget.value} if kind == "string" else {"type": kind}
+
+    def _copied(self, name: str, kind: str) -> list[Any]:
+        """The document's values a field `name` of type `kind` may take (`Vocabulary.values`); [] where it is
+        free (no vocabulary, a boolean, or no cell of the type)."""
+        if self.vocabulary is None or kind == "boolean":
+            return []
+        return self.vocabulary.values(name, kind)
 
     def _record_key(self, key: str, used: AbstractSet[str], rules: GrammarRules) -> str:
         """A record's key, none of `used`: one of the document's (`Vocabulary.keys`) while any is left."""
@@ -395,16 +406,23 @@ class SpecStages:
             if field_name != table.key:
                 update = f'{head("update")} ", \\"field\\": " {json_literal(field_name)}'
                 held = _held(table, field_name)
-                options += [(f"{update} {settings}", sure) for settings, sure in self._update(field, held, rules)]
+                settings = self._update(field_name, field, held, rules)
+                options += [(f"{update} {setting}", sure) for setting, sure in settings]
         return options
 
-    def _update(self, field: FieldSpec, held: list[Any], rules: GrammarRules) -> list[tuple[str, bool]]:
-        """An update's settings after its field, values of the field's own (an enum's, true/false, or listed),
-        each marked whether the update surely changes a record as written (`held`: the field's values there):
-        with no transitions, or transitions the first of which starts where a record is."""
+    def _update(
+        self, field_name: str, field: FieldSpec, held: list[Any], rules: GrammarRules
+    ) -> list[tuple[str, bool]]:
+        """An update's settings after its field, values of the field's own (an enum's, true/false, or listed:
+        the document's, `_copied`, where it has some), each marked whether the update surely changes a record
+        as written (`held`: the field's values there): with no transitions, or transitions the first of which
+        starts where a record is."""
         budget = self.budget
         if not (field.enum or field.type == "boolean"):
-            value = self._string() if field.type == "string" else _SCALARS[field.type]
+            if copied := self._copied(field_name, field.type):
+                value = _choice([json_literal(v) for v in copied])
+            else:
+                value = self._string() if field.type == "string" else _SCALARS[field.type]
             return [(f'", \\"values\\": [" {_repeat(value, budget.choices)} "]}}"', True)]
         values: list[Any] = list(field.enum) if field.enum else [True, False]
         value = _choice([json_literal(v) for v in values])
@@ -512,8 +530,11 @@ class SpecStages:
         properties = dict(schema.get("properties", {}))
         key, keys = table.key, list(records)
         if tool.kind == "create":
+            for name, field in table.fields.items():  # a new record's values, as the records' own (`_value_schema`)
+                if name in properties and name != key and not field.enum and (copied := self._copied(name, field.type)):
+                    properties[name] = {"enum": copied}
             if key in properties:
-                properties[key] = {"x-gbnf": self._key(set(keys), rules)}
+                properties[key] = {"x-gbnf": self._record_key(key, set(keys), rules)}
             return [{**schema, "properties": properties}]
         if isinstance(tool, TransferTool):
             schemas = []
@@ -525,6 +546,8 @@ class SpecStages:
                     schemas.append({**schema, "properties": {**properties, **chosen}})
             return schemas
         if isinstance(tool, SearchTool):  # an empty search is refused, one for punctuation alone (`][`) means nothing
+            if copied := self._copied(tool.field, "string"):
+                return [{**schema, "properties": {**properties, tool.field: {"enum": copied}}}]
             text = f'"\\"" {KEY_FIRST.gbnf()} {_TEXT_CHAR}{{0,{self.budget.value - 1}}} "\\""'
             return [{**schema, "properties": {**properties, tool.field: {"x-gbnf": text}}}]
         if tool.kind == "list":  # it names no record (a filter on the key field is a value, not a lookup)
