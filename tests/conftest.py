@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.grammar_walk import bytes_matcher  # noqa: F401  (a fixture for every test module)
+from tests.policy import embedded_policy  # noqa: F401  (a fixture for every test module)
 
 
 @pytest.fixture(scope="session", autouse=True)

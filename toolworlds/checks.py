@@ -509,8 +509,14 @@ def answer_leak_rate(evidence: Evidence) -> float:
     for seed in evidence.seeds:
         answers = [a.answer for a in evidence.plans[seed] if isinstance(a, Finish) and a.answer]
         instruction = evidence.oracle[seed].task.instruction
-        leaks += any(len(answer) >= 2 and _mentions(instruction, answer) for answer in answers)
+        leaks += any(leaks_answer(instruction, answer) for answer in answers)
     return leaks / len(evidence.seeds) if evidence.seeds else 0.0
+
+
+def leaks_answer(instruction: str, answer: str, shortest: int = 2) -> bool:
+    """Whether `instruction` already holds `answer` as a whole token, however it is spelled (`_mentions`): a
+    task that says its answer asks nothing. The gate forgives an answer shorter than `shortest` characters."""
+    return len(answer) >= shortest and _mentions(instruction, answer)
 
 
 def _typed_values(plan: list[ToolCall | Finish]) -> list[str]:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jsonschema
@@ -120,14 +121,12 @@ async def test_tokens_mode_episode_holds_the_exact_ids(server: EmbeddedServer, t
 
 @pytest.mark.anyio
 async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs(
-    server: EmbeddedServer, tmp_path: Path
+    server: EmbeddedServer, tmp_path: Path, embedded_policy: tuple[Any, Any]
 ) -> None:
     """Tokens mode with `call_schema`: every reply is a call that fits its tool's schema, the trace is exact,
     and with `EXACT_SAMPLING` each recorded logprob is the model's full softmax at temperature 1, the
     probability the trainer computes for the same token (the grammar's renormalisation is not in it)."""
     import torch
-
-    from trainers.checkpoint import load_policy
 
     _, records = await play(
         tmp_path, [server.base_url], world=LIBRARY, tasks=2, mode="tokens", tokenizer="default", max_turns=3,
@@ -135,7 +134,7 @@ async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs
     )  # fmt: skip
     schemas = {tool["function"]["name"]: tool["function"]["parameters"]
                for tool in [*load_world(LIBRARY).openai_tools(), FINISH_FUNCTION]}  # fmt: skip
-    model, _ = load_policy(default_gguf())
+    model, _ = embedded_policy
     exact = [record for record in records if record.tokens is not None and record.tokens.exact]
     for record in records:
         trace = record.tokens
@@ -170,10 +169,11 @@ async def test_a_call_grammar_episode_samples_calls_with_the_models_own_logprobs
 
 
 @pytest.mark.anyio
-async def test_the_trainer_rebuilds_what_the_servers_grammar_admitted(server: EmbeddedServer, tmp_path: Path) -> None:
+async def test_the_trainer_rebuilds_what_the_servers_grammar_admitted(
+    server: EmbeddedServer, tmp_path: Path, embedded_policy: tuple[Any, Any]
+) -> None:
     """Every token llama.cpp sampled under the call grammar is in the admitted set the trainer rebuilds
     (`trainers.constrained`); at temperature 1.5 the samples reach far into each set."""
-    from trainers.checkpoint import load_policy
     from trainers.constrained import AdmittedTokens
 
     _, records = await play(
@@ -181,7 +181,7 @@ async def test_the_trainer_rebuilds_what_the_servers_grammar_admitted(server: Em
         max_tokens_per_turn=48, temperature=1.5, call_schema=True, extra_body=dict(EXACT_SAMPLING),
         completions="llama.cpp",
     )  # fmt: skip
-    _, tokenizer = load_policy(default_gguf())
+    _, tokenizer = embedded_policy
     admitted = AdmittedTokens(tokenizer)
     sampled = restricted = 0
     for record in records:
@@ -197,14 +197,13 @@ async def test_the_trainer_rebuilds_what_the_servers_grammar_admitted(server: Em
 
 @pytest.mark.anyio
 async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_tokens(
-    server: EmbeddedServer, tmp_path: Path
+    server: EmbeddedServer, tmp_path: Path, embedded_policy: tuple[Any, Any]
 ) -> None:
     """Forcing a UTF-8 lead byte (0xC5) wherever the grammar admits it splits characters across tokens. llama.cpp's
     OpenAI API reports such a character as one entry (ids lost: the engine marks the trace inexact, never
     trains on it); its own `/completion` returns every id (`completions="llama.cpp"`)."""
-    from trainers.checkpoint import load_policy
 
-    _, tokenizer = load_policy(default_gguf())
+    _, tokenizer = embedded_policy
     lead = tokenizer.convert_tokens_to_ids("\u00c5")  # byte 0xC5, a UTF-8 lead byte, in the byte-level vocabulary
     traces = {}
     for api in ("openai", "llama.cpp"):
@@ -230,7 +229,7 @@ async def test_llama_cpps_own_api_returns_every_id_of_a_character_split_across_t
 
 @pytest.mark.anyio
 async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_stages_grammar(
-    server: EmbeddedServer,
+    server: EmbeddedServer, embedded_policy: tuple[Any, Any]
 ) -> None:
     """One real spec design, sampled stage by stage (`trainers.designer.stages`) under each stage's grammar
     inside llama.cpp: the ids are exactly the server's, the reply is the spec as far as the budget let it
@@ -238,7 +237,6 @@ async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_st
     grammar per recorded span, hold every sampled token."""
     from engine.endpoints import EndpointPool
     from engine.settings import EpisodeSettings
-    from trainers.checkpoint import load_policy
     from trainers.constrained import AdmittedTokens
     from trainers.corpus import Document
     from trainers.designer.generate import DesignSample, design_constraint, sample_design
@@ -258,7 +256,7 @@ async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_st
     assert len(trace.spans) >= 2 and trace.spans[0].start == 0, "the header and first table, then its records"
     assert [span.start for span in trace.spans] == sorted({span.start for span in trace.spans})
     assert len(trace.completion_ids) <= 200 and all(trace.loss_mask)
-    _, tokenizer = load_policy(default_gguf())
+    _, tokenizer = embedded_policy
     restriction = AdmittedTokens(tokenizer).restriction("", trace.completion_ids, trace.loss_mask, trace.spans)
     assert not restriction.refused and len(restriction.positions) > 0
 
@@ -266,7 +264,9 @@ async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_st
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 @pytest.mark.anyio
-async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(server: EmbeddedServer) -> None:
+async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(
+    server: EmbeddedServer, embedded_policy: tuple[Any, Any]
+) -> None:
     """`task_text="derived"` on the real model: whole specs sampled in stages, whose instruction and hint are
     exactly what trusted code words from each spec's own plan and question, with every sampled id the
     server's and every token inside what the trainer's rebuilt grammars admit."""
@@ -275,7 +275,6 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(serve
     from engine.endpoints import EndpointPool
     from engine.settings import EpisodeSettings
     from toolworlds.spec import Spec
-    from trainers.checkpoint import load_policy
     from trainers.constrained import AdmittedTokens
     from trainers.corpus import Document
     from trainers.designer.generate import DesignSample, sample_design
@@ -287,7 +286,7 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(serve
                                temperature=1.0, completions="llama.cpp", extra_body=dict(EXACT_SAMPLING))  # fmt: skip
     document = Document(source="test", title="Parcels", text="A courier tracks parcels; a parcel can be rerouted.")
     messages = designer_messages(document, [], "spec")
-    _, tokenizer = load_policy(default_gguf())
+    _, tokenizer = embedded_policy
     whole = []
     async with EndpointPool.open([server.base_url]) as pool:
         for seed in range(6):

@@ -70,7 +70,10 @@ def test_kill_9_mid_run_then_resume_repeats_nothing_and_loses_nothing(tmp_path: 
 
 def test_ctrl_c_stops_cleanly_with_a_readable_store(tmp_path: Path, slow_url: str) -> None:
     command = rollout_command(slow_url, tmp_path, "--tasks", "500", "--concurrency", "4")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # As at a terminal: a shell without job control starts background commands with Ctrl-C ignored, and
+    # a child inherits that (pytest run as `cmd &` from a script saw all 500 episodes finish).
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     wait_for_lines(tmp_path / "episodes.jsonl", 5)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)

@@ -149,18 +149,20 @@ def test_derived_task_text_needs_a_spec_designer() -> None:
 
 
 def test_the_cpu_preset_copies_from_the_document_and_a_python_designer_must_not() -> None:
-    assert load_config("cpu-tiny").designer.vocabulary == "document"
-    assert load_config("cpu-selfplay").designer.vocabulary == "document"
+    for preset in ("cpu-tiny", "cpu-selfplay"):
+        designer = load_config(preset).designer
+        assert (designer.vocabulary, designer.task_text, designer.plan_calls) == ("document", "derived", 1)
     assert load_config("gpu-qwen3-4b").designer.vocabulary == "free"
+    python = ["designer.format=python", "designer.task_text=written", "designer.plan_calls=3"]
     with pytest.raises(ConfigError, match=r"designer\.vocabulary=document .* set designer\.format=spec, or designer"):
-        load_config("cpu-tiny", ["designer.format=python"])
-    assert load_config("cpu-tiny", ["designer.format=python", "designer.vocabulary=free"]).designer.format == "python"
+        load_config("cpu-tiny", python)
+    assert load_config("cpu-tiny", [*python, "designer.vocabulary=free"]).designer.format == "python"
 
 
 def test_plan_rules_need_a_spec_designer() -> None:
     config = load_config("cpu-tiny", ["designer.plans=change", "designer.plan_calls=1"])
     assert (config.designer.plans, config.designer.plan_calls) == ("change", 1)
     with pytest.raises(ConfigError, match=r"designer\.plans and designer\.plan_calls .* set designer\.format=spec"):
-        load_config("cpu-tiny", ["designer.plans=change", "designer.format=python"])
+        load_config("cpu-tiny", ["designer.plans=change", "designer.format=python", "designer.task_text=written"])
     with pytest.raises(ConfigError, match=r"designer\.plan_calls"):
         load_config("cpu-tiny", ["designer.plan_calls=4"])  # past what a spec's budget holds

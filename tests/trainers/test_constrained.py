@@ -14,9 +14,8 @@ import pytest
 import regex
 
 from engine.call_grammar import call_grammar
-from engine.local_models import default_gguf
 from engine.templates import TokenTemplate, end_of_generation_ids
-from trainers.checkpoint import load_policy
+from tests.policy import trainable
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
 from trainers.rows import TrainingRow, with_advantages
@@ -36,8 +35,8 @@ TEMPERATURE = 0.7
 
 
 @pytest.fixture(scope="module")
-def policy() -> tuple[Any, Any]:
-    return load_policy(default_gguf())
+def policy(embedded_policy: tuple[Any, Any]) -> tuple[Any, Any]:
+    return trainable(embedded_policy)
 
 
 def episode(tokenizer: Any) -> tuple[list[int], list[int], list[int]]:

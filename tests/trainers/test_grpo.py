@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.local_models import default_gguf
-from trainers.checkpoint import load_policy
+from tests.policy import trainable
 from trainers.grpo import Learner, RowFeed, UpdateSettings, fit_batch, grpo_trainer
 from trainers.rows import TrainingRow, with_advantages
 
@@ -26,8 +25,8 @@ def sequence_logprob(model: Any, prompt: list[int], completion: list[int]) -> fl
         return float(logits.log_softmax(-1).gather(1, torch.tensor(completion)[:, None]).sum())
 
 
-def test_an_update_moves_the_policy_toward_the_positive_advantage(tmp_path: Path) -> None:
-    model, tokenizer = load_policy(default_gguf())
+def test_an_update_moves_the_policy_toward_the_positive_advantage(tmp_path: Path, embedded_policy: Any) -> None:
+    model, tokenizer = trainable(embedded_policy)
     prompt = tokenizer.encode("<|im_start|>user\nShould I borrow the book?<|im_end|>\n<|im_start|>assistant\n")
     good, bad = tokenizer.encode("yes<|im_end|>"), tokenizer.encode("no way<|im_end|>")
     glue = tokenizer.encode('\n<|im_start|>user\n{"ok": true}<|im_end|>\n<|im_start|>assistant\n')
@@ -67,10 +66,12 @@ class RecordingSync:
         return 0
 
 
-def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tmp_path: Path) -> None:
+def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(
+    tmp_path: Path, embedded_policy: Any
+) -> None:
     import torch
 
-    model, tokenizer = load_policy(default_gguf())
+    model, tokenizer = trainable(embedded_policy)
     prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
     choices = [("A<|im_end|>", 1.0), ("B<|im_end|>", 0.0), ("C<|im_end|>", 0.5)]
     rows = []
@@ -90,8 +91,10 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(tm
 
 
 @pytest.mark.slow  # 25 s of TRL steps for an option the presets leave at 1: `just test-slow`
-def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_last(tmp_path: Path) -> None:
-    model, tokenizer = load_policy(default_gguf())
+def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_last(
+    tmp_path: Path, embedded_policy: Any
+) -> None:
+    model, tokenizer = trainable(embedded_policy)
     prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
     rows = []
     for text, reward in [("A<|im_end|>", 1.0), ("B<|im_end|>", 0.0)] * 2:
@@ -147,11 +150,11 @@ def token_logprobs(model: Any, prompt: list[int], completion: list[int]) -> list
 
 
 @pytest.mark.parametrize("mode", ["token_truncate", "off"])
-def test_rows_from_another_sampler_are_importance_weighted(tmp_path: Path, mode: str) -> None:
+def test_rows_from_another_sampler_are_importance_weighted(tmp_path: Path, mode: str, embedded_policy: Any) -> None:
     """The sampler gave each sampled token 1 nat less than the trained model does (as a quantized server
     would disagree): the correction sees that difference and weights by e^1, unless it is off. Tokens
     whose logprob the server did not report (None) get no weight of their own."""
-    model, tokenizer = load_policy(default_gguf())
+    model, tokenizer = trainable(embedded_policy)
     prompt = tokenizer.encode("<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n")
     rows = []
     for index, text in enumerate(["yes, the first<|im_end|>", "no, the second<|im_end|>"]):
@@ -175,7 +178,9 @@ def test_rows_from_another_sampler_are_importance_weighted(tmp_path: Path, mode:
     assert logged["sampling/importance_sampling_ratio/mean"] == pytest.approx(expected, rel=0.02)
 
 
-def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(tmp_path: Path) -> None:
+def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(
+    tmp_path: Path, embedded_policy: Any
+) -> None:
     """TRL pads a batch to its longest row; one long row must not make the short rows' passes long, and cutting
     the padding must not change the update."""
     from trl.trainer.grpo_trainer import GRPOTrainer
@@ -185,7 +190,7 @@ def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(tmp_p
     weights: list[Any] = []
     widths: list[list[int]] = []
     for cut in (True, False):
-        model, tokenizer = load_policy(default_gguf())
+        model, tokenizer = trainable(embedded_policy)
         initial = model.lm_head.weight.detach().clone()
         rows = []
         for index, (prompt, text, reward) in enumerate(

@@ -19,7 +19,6 @@ import anyio
 import pytest
 
 from engine.gbnf import GrammarRules
-from engine.local_models import default_gguf
 from engine.trajectory import SampledSpan
 from tests.grammar_walk import admits, random_reply
 from toolworlds.spec import SpecError, parse_spec
@@ -381,12 +380,10 @@ def test_names_and_keys_other_than_the_used_ones(bytes_matcher: Any) -> None:
     assert not admits(bytes_matcher, keys, '"a/b"') and not admits(bytes_matcher, keys, '" B"')
 
 
-def test_the_trainer_restricts_each_stage_by_its_own_grammar() -> None:
+def test_the_trainer_restricts_each_stage_by_its_own_grammar(embedded_policy: tuple[Any, Any]) -> None:
     """A staged reply as the engine records it (ids per stage, a span per stage): the trainer refuses none of
     its tokens, and at a stage's first token admits only what that stage's grammar starts with."""
-    from trainers.checkpoint import load_policy
-
-    _, tokenizer = load_policy(default_gguf())
+    _, tokenizer = embedded_policy
     stages, completion, spans = SpecStages(), [], []
     for part in LIBRARY_STAGES:
         grammar = stages.grammar()

@@ -9,7 +9,7 @@ import anyio
 
 from toolworlds.spec import Question, TableSpec, ToolDefinition, parse_spec
 from toolworlds.untrusted.validate import validate_spec
-from trainers.designer.task_text import derived_hint, derived_instruction
+from trainers.designer.task_text import derived_hint, derived_instruction, says
 
 ACCOUNTS = TableSpec.model_validate({
     "name": "bank_accounts", "key": "account_id",
@@ -101,3 +101,13 @@ def test_a_spec_worded_by_trusted_code_passes_the_meaning_and_leak_gates() -> No
     assert verdict.valid, verdict.rejection
     assert {gate.name: gate.passed for gate in verdict.gates}["meaning"]
     assert verdict.answer_leak == 0.0
+
+
+def test_an_answer_is_said_only_where_it_stands_as_a_whole_token_as_the_leak_gate_reads_it() -> None:
+    """A substring test refused every question of 3 of 16 derived designs of one run: a number's default zero
+    is "in" '10.083' and '101'."""
+    told = "Please list the records in city whose timezone is '101', and tell me the zone of '10.083'."
+    assert not says(told, 0) and not says(told, 10) and not says(told, "city records")
+    assert says(told, 101) and says(told, 10.083) and says(told, "City")
+    assert says("Please look up 'B1', and tell me its pages.", "B1") and not says("Please look up 'B12'.", "B1")
+    assert says("Please set the on loan of 'B2' to true.", True) and says("Pay '$1,042.50' now.", 1042.5)

@@ -9,6 +9,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,9 +144,20 @@ def invalid_designs_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         yield url
 
 
+def _arms_and_designs() -> list[Any]:
+    """Each arm with valid designs, and with one archived task; invalid designs for the arms with a designer
+    (the fixed pool plays none). Three pairs of the nine, each about 5 s, run in `just test-slow` only."""
+    default = {(None, "valid"), (None, "invalid"), ("fixed_pool", "valid, one archived"), ("frozen_designer", "valid"),
+               ("frozen_designer", "invalid"), ("frozen_designer", "valid, one archived")}  # fmt: skip
+    return [
+        pytest.param(ablation, designs, marks=() if (ablation, designs) in default else pytest.mark.slow)
+        for ablation in (None, "fixed_pool", "frozen_designer")
+        for designs in ("valid", "invalid", "valid, one archived")
+    ]
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize("designs", ["valid", "invalid", "valid, one archived"])
-@pytest.mark.parametrize("ablation", [None, "fixed_pool", "frozen_designer"])
+@pytest.mark.parametrize(("ablation", "designs"), _arms_and_designs())
 async def test_with_fill_reference_every_compare_arm_plays_as_many_agent_episodes(
     tmp_path: Path, designing_url: str, invalid_designs_url: str, designs: str, ablation: str | None
 ) -> None:

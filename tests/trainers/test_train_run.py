@@ -35,7 +35,8 @@ from trainers.suite import SUITES
 TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
         "run.eval_tasks=2", "agent.task_choice=frontier", "policy.lora_rank=4",
-        "designer.format=python", "designer.vocabulary=free"]  # the scripted designer writes Python worlds  # fmt: skip
+        "designer.format=python", "designer.vocabulary=free", "designer.task_text=written",
+        "designer.plan_calls=3"]  # the scripted designer writes Python worlds  # fmt: skip
 ADAPTER = "spadework-policy"
 ENV = {**os.environ, "COLUMNS": "200"}
 # Two whole runs with two TRL updates between them: 75 s of the default suite's 13.7 minutes on 2 cores, so

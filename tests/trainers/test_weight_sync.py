@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 from engine.llama_server import EmbeddedServer, ServerSettings
 from engine.local_models import default_gguf
 from tests.engine.conftest import mock_model
+from tests.policy import trainable
 from trainers.checkpoint import LoraSettings, load_policy
 from trainers.weight_sync import GGUFReloadSync, VLLMLoRASync, WeightSyncError
 
@@ -32,8 +33,8 @@ def server() -> Iterator[EmbeddedServer]:
 
 
 @pytest.fixture(scope="module")
-def policy() -> tuple[Any, Any]:
-    return load_policy(default_gguf())
+def policy(embedded_policy: tuple[Any, Any]) -> tuple[Any, Any]:
+    return trainable(embedded_policy)
 
 
 def prompt_ids(tokenizer: Any) -> list[int]:
@@ -125,10 +126,10 @@ def test_lora_is_merged_for_the_server(server: EmbeddedServer, policy: tuple[Any
     assert len(list(tmp_path.glob("*.gguf"))) == 1  # the superseded export was removed
 
 
-def test_an_adapter_is_hot_loaded_into_vllm_style_servers(tmp_path: Path) -> None:
+def test_an_adapter_is_hot_loaded_into_vllm_style_servers(tmp_path: Path, embedded_policy: tuple[Any, Any]) -> None:
     """`VLLMLoRASync` against a real HTTP server with vLLM's `/v1/load_lora_adapter` (the mock model's)."""
     model, _ = load_policy(default_gguf(), LoraSettings(rank=2, alpha=4, targets=("q_proj",)))
-    plain, _ = load_policy(default_gguf())
+    plain, _ = embedded_policy
     with mock_model() as url:
         sync = VLLMLoRASync([url, url], "policy", tmp_path)
         sync.start(model, resumed=False)  # the fresh adapter, before anything is sampled

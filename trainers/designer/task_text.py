@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from toolworlds.checks import leaks_answer
 from toolworlds.spec import (
     CreateTool,
     DeleteTool,
@@ -70,9 +71,10 @@ def derived_hint(tools: Sequence[ToolDefinition], plan: Sequence[Mapping[str, An
 
 
 def says(instruction: str, value: Any) -> bool:
-    """Whether the instruction already holds `value` as it would name it (a question whose answer it holds
-    asks nothing)."""
-    return _quoted(value).strip("'").casefold() in instruction.casefold()
+    """Whether the instruction already holds `value` as the leak gate reads it (`leaks_answer`): a question
+    whose answer it holds asks nothing. A substring would not do: the zero a record's number holds by default
+    is in '10.083', and 3 of 16 derived designs of one run lost every question to that and were refused."""
+    return leaks_answer(instruction, _quoted(value).strip("'"), shortest=1)
 
 
 def _clause(tool: ToolDefinition, table: TableSpec, arguments: Mapping[str, Any]) -> str:
