@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from typer.testing import CliRunner
 
-from spadework.cli import app
+from spadework.cli import COMMANDS, GROUPS, app
 
 runner = CliRunner(env={"NO_COLOR": "1", "COLUMNS": "200"})
 
@@ -72,3 +74,20 @@ def test_eval_compares_policies_in_one_table() -> None:
 def test_version() -> None:
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.output.startswith("spadework 0.")
+
+
+def test_a_command_loads_only_its_own_part_and_help_lists_every_part() -> None:
+    """`spadework toolworld ...` imports neither the engine, the trainers nor the benchmarks (each child
+    process and each call paid for all of them); `spadework --help` still lists every command."""
+    code = (
+        "import sys\nsys.argv = ['spadework', '--log-level', 'warning', 'toolworld', 'list']\n"
+        "from spadework.cli import run\ntry:\n    run()\nexcept SystemExit:\n    pass\n"
+        "parts = {name.split('.')[0] for name in sys.modules}\n"
+        "print(sorted(parts & {'engine', 'trainers', 'benchmarks'}))"
+    )
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert "banking" in listed.stdout and listed.stdout.splitlines()[-1] == "[]", listed.stdout
+    helped = runner.invoke(app, ["--help"])
+    assert helped.exit_code == 0
+    assert all(f" {name} " in helped.output for name in [*GROUPS, *COMMANDS]), helped.output
