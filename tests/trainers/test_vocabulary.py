@@ -97,6 +97,8 @@ def test_with_a_vocabulary_the_stages_copy_names_and_values_from_the_document(
 
 
 ADD_BOOK = '{"kind": "create", "name": "add_book", "description": "Add a book.", "table": "books"}]'
+BY_TITLE = '{"kind": "list", "name": "by_title", "description": "By title.", "table": "books", "filter_by": "title"}]'
+LIST_BY = ', "task": {"plan": [{"tool": "by_title", "arguments": {"title": '
 RETITLE = '{"kind": "update", "name": "retitle", "description": "Retitle a book.", "table": "books", "field": "title"'
 
 
@@ -118,12 +120,15 @@ RETITLE = '{"kind": "update", "name": "retitle", "description": "Retitle a book.
             ', "task": {"plan": [{"tool": "add_book", "arguments": {"book_id": "B4", "title": "Persuasion"}}]',
             False,
         ),
+        ([*LIBRARY_STAGES[:9], BY_TITLE], LIST_BY + '"Emma"}}]', True),
+        ([*LIBRARY_STAGES[:9], BY_TITLE], LIST_BY + '""}}]', False),  # a main job's list filtered on nothing
     ],
 )
 def test_with_a_vocabulary_the_plans_values_and_an_updates_are_cells_too(
     bytes_matcher: Any, stages: list[str], text: str, admitted: bool
 ) -> None:
-    """3 of 32 designs of the measured document arm were refused for punctuation typed as a create's value."""
+    """3 of 32 designs of the measured document arm were refused for punctuation typed as a create's value; a
+    main job's list filtered on `''` and on 'toolcrystal.json (b) 2020-04-27 12:36:09.737915.'."""
     grammar = written(stages, SpecStages(vocabulary=Vocabulary.of(LIBRARY))).grammar()
     assert grammar is not None
     assert admits(bytes_matcher, grammar, text) is admitted, text

@@ -23,8 +23,8 @@ stage by stage, one request each, and each stage may only name what is already w
     end      records that must stay untouched, among those the plan does not name
 
 With a `vocabulary` (`designer.vocabulary=document`) every name a table or field takes is a word of the
-document, and every value typed anywhere (a record's, an update's listed values, a planned create's or search's
-arguments) is one of its cells, by column where the field is named like one.
+document, and every value typed anywhere (a record's, an update's listed values, a planned create's, search's or list
+filter's arguments) is one of its cells, by column where the field is named like one.
 
 With `task_text="derived"` the brief offers the questions only (each with the instruction trusted code words
 for it from the plan) and the hint is the plan's tools in order (`trainers.designer.task_text`): each a grammar
@@ -58,6 +58,7 @@ from engine.gbnf import CONTROL, CharSet, GrammarRules, literal
 from toolworlds.spec import (
     RESERVED,
     FieldSpec,
+    ListTool,
     PlannedCall,
     Question,
     SearchTool,
@@ -550,7 +551,10 @@ class SpecStages:
                 return [{**schema, "properties": {**properties, tool.field: {"enum": copied}}}]
             text = f'"\\"" {KEY_FIRST.gbnf()} {_TEXT_CHAR}{{0,{self.budget.value - 1}}} "\\""'
             return [{**schema, "properties": {**properties, tool.field: {"x-gbnf": text}}}]
-        if tool.kind == "list":  # it names no record (a filter on the key field is a value, not a lookup)
+        if isinstance(tool, ListTool):  # it names no record (a filter on the key field is a value, not a lookup)
+            filtered = table.fields.get(tool.filter_by or "")
+            if filtered and not filtered.enum and (copied := self._copied(str(tool.filter_by), filtered.type)):
+                return [{**schema, "properties": {**properties, str(tool.filter_by): {"enum": copied}}}]
             return [schema]
         if not keys:
             return []
