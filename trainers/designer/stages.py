@@ -326,6 +326,10 @@ class SpecStages:
             return {"enum": copied}
         return {"type": kind, "maxLength": self.budget.value} if kind == "string" else {"type": kind}
 
+    def _copied_field(self, name: str, field: FieldSpec) -> list[Any]:
+        """`_copied` for a written field: [] for one with an enum (its own values rule)."""
+        return [] if field.enum else self._copied(name, field.type)
+
     def _copied(self, name: str, kind: str) -> list[Any]:
         """The document's values a field `name` of type `kind` may take (`Vocabulary.values`); [] where it is
         free (no vocabulary, a boolean, or no cell of the type)."""
@@ -532,7 +536,7 @@ class SpecStages:
         key, keys = table.key, list(records)
         if tool.kind == "create":
             for name, field in table.fields.items():  # a new record's values, as the records' own (`_value_schema`)
-                if name in properties and name != key and not field.enum and (copied := self._copied(name, field.type)):
+                if name in properties and name != key and (copied := self._copied_field(name, field)):
                     properties[name] = {"enum": copied}
             if key in properties:
                 properties[key] = {"x-gbnf": self._record_key(key, set(keys), rules)}
@@ -553,7 +557,7 @@ class SpecStages:
             return [{**schema, "properties": {**properties, tool.field: {"x-gbnf": text}}}]
         if isinstance(tool, ListTool):  # it names no record (a filter on the key field is a value, not a lookup)
             filtered = table.fields.get(tool.filter_by or "")
-            if filtered and not filtered.enum and (copied := self._copied(str(tool.filter_by), filtered.type)):
+            if filtered and (copied := self._copied_field(str(tool.filter_by), filtered)):
                 return [{**schema, "properties": {**properties, str(tool.filter_by): {"enum": copied}}}]
             return [schema]
         if not keys:
