@@ -84,7 +84,8 @@ def _axes(title: str, ylabel: str, xlabel: str = "iteration") -> tuple[Any, Any]
     return figure, axes
 
 
-def _lines(title: str, ylabel: str, series: Series, xlabel: str = "iteration", unit_range: bool = False) -> Any:
+def _lines(title: str, ylabel: str, series: Series, xlabel: str = "iteration", unit_range: bool = False,
+           empty: str = "nothing recorded yet") -> Any:  # fmt: skip
     figure, axes = _axes(title, ylabel, xlabel)
     drawn = False
     for label, (xs, ys) in series.items():
@@ -97,12 +98,12 @@ def _lines(title: str, ylabel: str, series: Series, xlabel: str = "iteration", u
     if drawn:
         axes.legend(loc="best")
     else:
-        _nothing_yet(axes)
+        _nothing_yet(axes, empty)
     return figure
 
 
-def _nothing_yet(axes: Any) -> None:
-    axes.text(0.5, 0.5, "nothing recorded yet", ha="center", va="center", transform=axes.transAxes, color="gray")
+def _nothing_yet(axes: Any, message: str = "nothing recorded yet") -> None:
+    axes.text(0.5, 0.5, message, ha="center", va="center", transform=axes.transAxes, color="gray")
 
 
 def agent_return(record: RunRecord) -> Any:
@@ -144,7 +145,8 @@ def held_out(record: RunRecord) -> Any:
     figure = _lines("Held-out success (full reference tasks, unseen seeds)", "tasks solved", {
         "without hint": (xs, [h.mean_plain for h in record.held_out]),
         "with hint": (xs, [h.mean_hinted for h in record.held_out]),
-    }, xlabel="after iteration (-1: before training)", unit_range=True)  # fmt: skip
+    }, xlabel="after iteration (-1: before training)", unit_range=True,
+       empty="not played (run.eval_seeds=0)" if record.held_out else "nothing recorded yet")  # fmt: skip
     return figure
 
 
@@ -343,7 +345,7 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
             low, high = headline["partial_credit_lift_ci95"]
             rows.append(("partial credit", f"{before['partial_credit']:.3f} -> {after['partial_credit']:.3f}, "
                          f"lift {headline['partial_credit_lift']:+.3f} [{low:+.3f}, {high:+.3f}]"))  # fmt: skip
-    if record.held_out:
+    if record.held_out and record.held_out[0].mean_plain is not None and record.held_out[-1].mean_plain is not None:
         first, last = record.held_out[0], record.held_out[-1]
         for label, before, after in (("without hint", first.mean_plain, last.mean_plain),
                                      ("with hint", first.mean_hinted, last.mean_hinted)):  # fmt: skip

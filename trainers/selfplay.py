@@ -93,10 +93,10 @@ class HeldOut(BaseModel):
     after_iteration: int  # -1: before training
     suite: str | None = None  # the suite's name/version
     tasks: list[TaskResult] = []
-    success_plain: dict[str, float]
+    success_plain: dict[str, float]  # empty when `run.eval_seeds` is 0
     success_hinted: dict[str, float]
-    mean_plain: float
-    mean_hinted: float
+    mean_plain: float | None  # None: no full reference tasks were played
+    mean_hinted: float | None
     seconds: float = 0.0
     elapsed_s: float | None = None  # since the training process started
     peak_rss_gb: float | None = None  # so far: this process and the ones it started, summed (`trainers.memory`)
@@ -325,7 +325,7 @@ class SelfPlay:
                 tasks.append(TaskResult(world=world, seed=record.key.seed, reward=record.reward))
         plain: dict[str, float] = {}
         hinted: dict[str, float] = {}
-        for world in sorted(builtin_worlds()):
+        for world in sorted(builtin_worlds()) if run.eval_seeds else ():
             directory = self.out / "eval" / f"after-{after}-{world}"
             records = await self._play(world, HELD_OUT_FIRST_SEED, 1, directory, tasks=run.eval_seeds)
             for hint, into in ((False, plain), (True, hinted)):
@@ -337,8 +337,8 @@ class SelfPlay:
             tasks=tasks,
             success_plain=plain,
             success_hinted=hinted,
-            mean_plain=statistics.fmean(plain.values()),
-            mean_hinted=statistics.fmean(hinted.values()),
+            mean_plain=statistics.fmean(plain.values()) if plain else None,
+            mean_hinted=statistics.fmean(hinted.values()) if hinted else None,
             seconds=round(time.perf_counter() - started, 3),
             elapsed_s=round(time.monotonic() - PROCESS_STARTED, 1),
             peak_rss_gb=round(self.memory.peak_gb, 2) if self.memory else None,
@@ -347,8 +347,8 @@ class SelfPlay:
         if self.memory is not None:
             log.info("memory now (PSS, MB)", **{name: round(size / 1e6) for name, size in current_by_process().items()})
         log.info("held-out success", after=after, suite=suite.label, success=round(result.success, 3),
-                 partial_credit=round(result.partial_credit, 3), reference_plain=round(result.mean_plain, 3),
-                 reference_hinted=round(result.mean_hinted, 3))  # fmt: skip
+                 partial_credit=round(result.partial_credit, 3), reference_plain=_rounded(result.mean_plain),
+                 reference_hinted=_rounded(result.mean_hinted))  # fmt: skip
         return result
 
     async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1,
@@ -381,6 +381,10 @@ class SelfPlay:
             log.warning("could not share the opening across the server's slots", reason=str(error))
             return
         log.debug("opening shared", tokens=len(prefix), slots=slots, seconds=round(time.perf_counter() - started, 2))
+
+
+def _rounded(share: float | None) -> float | None:
+    return None if share is None else round(share, 3)
 
 
 def _training_plays(outcome: DesignOutcome) -> str | None:

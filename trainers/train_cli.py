@@ -360,8 +360,12 @@ def _held_out_table(held: list[HeldOut]) -> Table:
     for result in held:
         when = "before training" if result.after_iteration < 0 else f"after iteration {result.after_iteration}"
         table.add_row(when, f"{result.success:.1%}", f"{result.partial_credit:.3f}", str(len(result.scored)),
-                      f"{result.mean_plain:.1%}", f"{result.mean_hinted:.1%}")  # fmt: skip
+                      _share(result.mean_plain), _share(result.mean_hinted))  # fmt: skip
     return table
+
+
+def _share(value: float | None) -> str:
+    return "not played" if value is None else f"{value:.1%}"
 
 
 def report(

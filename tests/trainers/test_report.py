@@ -26,6 +26,18 @@ def test_a_run_killed_before_its_first_iteration_still_reports(tmp_path: Path) -
     assert rows["full reference tasks, success with hint"] == "50.0% (after -1) -> 50.0% (after -1)"
 
 
+def test_a_run_that_played_no_full_reference_tasks_reports_without_them(tmp_path: Path) -> None:
+    """`run.eval_seeds=0` (cpu-tiny): the held-out lines carry no full-task shares, and no row claims one."""
+    (tmp_path / "config.json").write_text(load_config("cpu-tiny").model_dump_json())
+    lines = [held_out_line(after, [0.0, 1.0], success_plain={}, success_hinted={}, mean_plain=None,
+                           mean_hinted=None) for after in (-1, 0)]  # fmt: skip
+    (tmp_path / "eval.jsonl").write_text("\n".join(lines) + "\n")
+    write_report(read_run(tmp_path))
+    rows = dict(summary(read_run(tmp_path)))
+    assert not [what for what in rows if what.startswith("full reference tasks")]
+    assert rows["lift in success (95% CI, paired over tasks)"] == "+0.0% [+0.0%, +0.0%]"
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path) -> None:
     completed = subprocess.run([*SPADEWORK, "report", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 2 and "config.json is missing" in completed.stderr

@@ -20,6 +20,7 @@ from engine.settings import EpisodeSettings
 from tests.engine.conftest import mock_model
 from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_WORLD
+from toolworlds.registry import builtin_worlds
 from toolworlds.sandbox import SandboxPool
 from trainers.config import load_config
 from trainers.corpus import Corpus, open_source
@@ -134,6 +135,27 @@ async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_ur
         assert all(r["rows"]["designer"] == 2 for r in reports)
     assert ("Worlds you wrote before" in last_prompt) is (ablation != "no_memory")
     assert ("a domain of your choice" in last_prompt) is (ablation == "no_corpus")
+
+
+@pytest.mark.anyio
+async def test_without_eval_seeds_the_held_out_measure_plays_only_the_suite(tmp_path: Path, designing_url: str) -> None:
+    """cpu-tiny's `run.eval_seeds=0`: the full reference tasks (0 of 3 solved both ways in every main job since
+    run 17) are not played; the suite's tasks are."""
+    config = load_config("cpu-tiny", [*TINY, "run.eval_seeds=0"])
+    agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
+    settings = DesignSettings(documents=1, generations=2, plays=2, smoke_seeds=2, agent=agent,
+                              designer=agent.model_copy(update={"max_turns": 1}))  # fmt: skip
+    async with SandboxPool() as sandbox, EndpointPool.open([designing_url]) as endpoints:
+        with WorldMemory.open(tmp_path / "memory.sqlite") as memory:
+            design = DesignRun("test", tmp_path, Corpus(open_source("none"), max_tokens=200), endpoints, sandbox,
+                               memory, settings)  # fmt: skip
+            held = await SelfPlay(config, tmp_path, design, endpoints, agent, learner=None).held_out(-1)
+    worlds = sorted(builtin_worlds())
+    assert sorted(path.name for path in (tmp_path / "eval").iterdir()) == [
+        f"after--1-reference-lite-{world}" for world in worlds
+    ]
+    assert len(held.tasks) == 2 * len(worlds) and held.success_plain == {} and held.mean_plain is None
+    assert json.loads((tmp_path / "eval.jsonl").read_text())["mean_hinted"] is None
 
 
 @pytest.fixture(scope="module")
