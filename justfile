@@ -69,12 +69,13 @@ bench-selftest mode="chat": bench-deps
     spadework bench bfcl-v4 --endpoint "$(grep -o "http://[^ ]*" "$out/bfcl.txt")" --mode {{mode}} --out "$out/bfcl"
     spadework bench acebench --endpoint "$(grep -o "http://[^ ]*" "$out/ace.txt")" --out "$out/acebench"
 
-# Everything CI checks: lint, format, types, tests.
+# Everything CI checks: lint, format, types, tests. Two workers on the two cores, each test file on one of them
+# (module fixtures are made once a file): 8 min 40 s of pytest against 14 min 38 s in one process (2026-12-05).
 test: model bench-deps
     ruff check .
     ruff format --check .
     mypy
-    pytest -m "not slow" --durations=25
+    pytest -m "not slow" -n 2 --dist loadfile --durations=25
 
 # Suites too slow for every run.
 test-slow: model bench-deps
