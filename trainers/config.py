@@ -92,6 +92,11 @@ class DesignerConfig(_Section):
         description="Who words a spec's instruction and hint: the model (written), or trusted code from the plan and "
         "question the model chose (derived; trainers/designer/task_text.py). derived needs format=spec.",
     )
+    tool_text: TaskText = Field(
+        "written",
+        description="Who names and describes a spec's tools: the model (written), or trusted code from each tool's "
+        "kind, table and field (derived: delete_fips; trainers/designer/task_text.py). derived needs format=spec.",
+    )
     plans: PlanRule = Field(
         "any",
         description="format=spec, tokens: which plans may end, any (a change, or reads with a question) or change "
@@ -225,6 +230,8 @@ class TrainConfig(_Section):
             )
         if self.designer.task_text == "derived" and self.designer.format != "spec":
             raise ValueError("designer.task_text=derived words a spec's task from its plan: set designer.format=spec")
+        if self.designer.tool_text == "derived" and self.designer.format != "spec":
+            raise ValueError("designer.tool_text=derived names a spec's tools set designer.format=spec")
         plan_rules = (self.designer.plans, self.designer.plan_calls) != ("any", SPEC_BUDGET.plan)
         if plan_rules and self.designer.format != "spec":
             raise ValueError("designer.plans and designer.plan_calls rule a spec's plan: set designer.format=spec")

@@ -260,6 +260,7 @@ async def _run(
         memory_examples=0 if config.ablations.no_memory else 1,
         format=config.designer.format,
         task_text=config.designer.task_text,
+        tool_text=config.designer.tool_text,
         plans=config.designer.plans,
         plan_calls=config.designer.plan_calls,
         vocabulary=config.designer.vocabulary,

@@ -25,6 +25,10 @@ def test_arms_name_only_what_differs_from_the_defaults() -> None:
     assert arm_directory(out, "tables", "written", "change", 1) == out / "tables-change-calls1"
     assert arm_label("python-docs", "written", "change", 3) == "python-docs, change"
     assert arm_directory(out, "tables", "written", "any", 3, "document") == out / "tables-document"
+    assert arm_directory(out, "tables", "derived", "any", 1, "document", "derived") == (
+        out / "tables-derived-calls1-document-tools"
+    )
+    assert arm_label("tables", "written", "any", 3, "free", "derived") == "tables, tools"
 
 
 def test_plan_rows_count_changing_and_reading_plans_and_their_frontier() -> None:

@@ -142,10 +142,13 @@ def test_the_selfplay_preset_is_cpu_tiny_with_more_designs_and_iterations() -> N
     assert tiny.designer.documents == 1 and tiny.run.iterations == 4  # the overlay left cpu-tiny as it was
 
 
-def test_derived_task_text_needs_a_spec_designer() -> None:
+def test_derived_task_and_tool_text_need_a_spec_designer() -> None:
     assert load_config("cpu-tiny", ["designer.task_text=derived"]).designer.task_text == "derived"
     with pytest.raises(ConfigError, match=r"designer\.task_text=derived .* set designer\.format=spec"):
         load_config("cpu-tiny", ["designer.task_text=derived", "designer.format=python"])
+    assert load_config("cpu-tiny", ["designer.tool_text=derived"]).designer.tool_text == "derived"
+    with pytest.raises(ConfigError, match=r"designer\.tool_text=derived .* set designer\.format=spec"):
+        load_config("cpu-tiny", ["designer.tool_text=derived", "designer.format=python", "designer.task_text=written"])
 
 
 def test_the_cpu_preset_copies_from_the_document_and_a_python_designer_must_not() -> None:

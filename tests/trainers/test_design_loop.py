@@ -199,12 +199,14 @@ def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exi
     ("flags", "named"),
     [(["--task-text", "derived"], "--task-text"), (["--plans", "change"], "--plans/--plan-calls/--vocabulary"),
      (["--plan-calls", "1"], "--plans/--plan-calls/--vocabulary"),
-     (["--vocabulary", "document"], "--plans/--plan-calls/--vocabulary")],
+     (["--vocabulary", "document"], "--plans/--plan-calls/--vocabulary"),
+     (["--tool-text", "derived"], "--plans/--plan-calls/--vocabulary/--tool-text")],
 )  # fmt: skip
 def test_stage_rules_outside_staged_specs_are_refused_before_anything_starts(
     tmp_path: Path, flags: list[str], named: str
 ) -> None:
-    """Derived task text, plan and vocabulary rules hold a spec written in stages: in chat mode they are refused."""
+    """Derived task or tool text, plan and vocabulary rules hold a spec written in stages: in chat mode they are
+    refused."""
     out = tmp_path / "run"
     command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), *flags,
                "--designer-format", "spec"]  # fmt: skip

@@ -28,7 +28,7 @@ from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.loop import DesignSettings
 from trainers.designer.stages import SpecStages, key_except, name_except
-from trainers.designer.task_text import TaskText
+from trainers.designer.task_text import TaskText, tool_name
 from trainers.rows import TrainingRow
 
 # What a grammar holds: none of these may ever be a walk's problem.
@@ -66,8 +66,9 @@ def written(parts: list[str], stages: SpecStages | None = None) -> SpecStages:
     return stages
 
 
-def walk(bytes_matcher: Any, rng: random.Random, task_text: TaskText = "written") -> tuple[str, SpecStages]:
-    stages, text = SpecStages(task_text=task_text), ""
+def walk(bytes_matcher: Any, rng: random.Random, task_text: TaskText = "written",
+         tool_text: TaskText = "written") -> tuple[str, SpecStages]:  # fmt: skip
+    stages, text = SpecStages(task_text=task_text, tool_text=tool_text), ""
     while (grammar := stages.grammar()) is not None:
         part = random_reply(bytes_matcher, grammar, rng, close=0.15)
         stages.wrote(part)
@@ -155,6 +156,47 @@ def test_derived_text_is_the_one_text_its_stages_admit(bytes_matcher: Any) -> No
     assert hint is not None
     assert admits(bytes_matcher, hint, ', "hint": "Use search, then borrow.", "untouched": ["books/B3"]}}')
     assert not admits(bytes_matcher, hint, LIBRARY_STAGES[14])
+
+
+def test_derived_tools_are_the_ones_trusted_code_names_and_describes(bytes_matcher: Any) -> None:
+    """`tool_text="derived"`: the tool stage admits a tool's kind and field, named and described for them,
+    never the model's own name (`search`) or a second tool of one name."""
+    stages = written(LIBRARY_STAGES[:9], SpecStages(tool_text="derived"))
+    tool = stages.grammar()
+    assert tool is not None and stages.stage == "tool"
+    search = ('{"kind": "search", "name": "find_books_by_title", "description": "Find the record in books whose '
+              'title matches.", "table": "books", "field": "title"}')  # fmt: skip
+    assert admits(bytes_matcher, tool, f', "tools": [{search}, ')
+    assert not admits(bytes_matcher, tool, LIBRARY_STAGES[9])  # named `search` by the model
+    assert not admits(bytes_matcher, tool, f', "tools": [{search.replace("Find the record", "Finds one")}, ')
+    borrow = ('{"kind": "update", "name": "set_on_loan_of_books", "description": "Set the on loan of a record in '
+              'books.", "table": "books", "field": "on_loan", "value": true, "transitions": [{"from": false, '
+              '"to": true}]}]')  # fmt: skip
+    stages.wrote(f', "tools": [{search}, ')
+    after = stages.grammar()
+    assert after is not None and admits(bytes_matcher, after, borrow)
+    assert not admits(bytes_matcher, after, search + "]")  # its name is written: no second one
+
+
+def test_walks_with_derived_tools_name_every_tool_for_what_it_does(bytes_matcher: Any) -> None:
+    rng = random.Random(5)
+    compiled = 0
+    for _ in range(15):
+        text, _ = walk(bytes_matcher, rng, task_text="derived", tool_text="derived")
+        try:
+            spec = parse_spec(text)
+            compile_spec(spec)
+        except SpecError as error:
+            assert not [p for p in error.problems if any(kind in p.problem for kind in HELD)], (error, text)
+            continue
+        compiled += 1
+        for tool in spec.tools:
+            field = getattr(tool, "field", None) or getattr(tool, "filter_by", None)
+            assert tool.name == tool_name(tool.kind, tool.table, field), tool
+        hint = json.loads(text)["task"]["hint"]
+        named = hint.removeprefix("Use ").rstrip(".").split(", then ")
+        assert set(named) <= {tool.name for tool in spec.tools}, (hint, text)
+    assert compiled >= 10, compiled
 
 
 def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(bytes_matcher: Any) -> None:

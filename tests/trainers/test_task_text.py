@@ -9,7 +9,7 @@ import anyio
 
 from toolworlds.spec import Question, TableSpec, ToolDefinition, parse_spec
 from toolworlds.untrusted.validate import validate_spec
-from trainers.designer.task_text import derived_hint, derived_instruction, says
+from trainers.designer.task_text import derived_hint, derived_instruction, says, tool_description, tool_name
 
 ACCOUNTS = TableSpec.model_validate({
     "name": "bank_accounts", "key": "account_id",
@@ -86,6 +86,24 @@ def test_the_hint_names_the_plans_tools_in_order_once_each_in_a_row() -> None:
     calls = [{"tool": tool, "arguments": arguments} for tool, arguments in plan]
     assert derived_hint(_tools(), calls) == "Use find, then freeze, then find."
     assert "A2" not in derived_hint(_tools(), calls) and "Bo" not in derived_hint(_tools(), calls)
+
+
+def test_a_tool_is_named_and_described_for_its_kind_table_and_field() -> None:
+    assert tool_name("delete", "fips") == "delete_fips" and tool_name("create", "countries") == "add_countries"
+    assert tool_name("list", "airports") == "list_airports"
+    assert tool_name("list", "airports", "country") == "list_airports_by_country"
+    assert tool_name("search", "bank_accounts", "owner") == "find_bank_accounts_by_owner"
+    assert tool_name("update", "bank_accounts", "status") == "set_status_of_bank_accounts"
+    assert tool_name("transfer", "bank_accounts", "balance") == "move_balance_in_bank_accounts"
+    assert tool_name("lookup", "a" * 45) == "get_" + "a" * 36  # the format's 40 characters
+    assert tool_name("update", "t", "x" * 35) == "set_" + "x" * 35  # cut where `_of` would begin, then no `_`
+    assert tool_description("delete", ACCOUNTS) == "Remove a record from bank accounts by its account id."
+    assert (
+        tool_description("list", ACCOUNTS, "status") == "List the records in bank accounts whose status is the "
+        "given value."
+    )
+    assert tool_description("transfer", ACCOUNTS, "balance") == ("Move an amount of balance from one record of bank "
+                                                                 "accounts to another.")  # fmt: skip
 
 
 def test_a_spec_worded_by_trusted_code_passes_the_meaning_and_leak_gates() -> None:

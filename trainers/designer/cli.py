@@ -62,6 +62,9 @@ def design(
     task_text: Annotated[
         TaskText, typer.Option(help="A spec's instruction and hint: written by the model, or derived from its plan.")
     ] = "written",
+    tool_text: Annotated[
+        TaskText, typer.Option(help="Staged specs: tools' names and descriptions written by the model, or derived.")
+    ] = "written",
     plans: Annotated[
         PlanRule, typer.Option(help="Staged specs: which plans may end (change: only one that changes something).")
     ] = "any",
@@ -103,11 +106,11 @@ def design(
     if task_text == "derived" and (designer_format != "spec" or designer_mode != "tokens"):
         raise typer.BadParameter("derived task text is worded stage by stage: give --designer-format spec "
                                  "--designer-mode tokens", param_hint="--task-text")  # fmt: skip
-    staged_rules = (plans, plan_calls, vocabulary) != ("any", SPEC_BUDGET.plan, "free")
+    staged_rules = (plans, plan_calls, vocabulary, tool_text) != ("any", SPEC_BUDGET.plan, "free", "written")
     if staged_rules and (designer_format != "spec" or designer_mode != "tokens"):
-        raise typer.BadParameter("plan and vocabulary rules hold a spec written in stages: give --designer-format "
-                                 "spec --designer-mode tokens",
-                                 param_hint="--plans/--plan-calls/--vocabulary")  # fmt: skip
+        raise typer.BadParameter("plan, vocabulary and tool-text rules hold a spec written in stages: give "
+                                 "--designer-format spec --designer-mode tokens",
+                                 param_hint="--plans/--plan-calls/--vocabulary/--tool-text")  # fmt: skip
     served = embedded_unless(endpoint, local_model, local_parallel)
     if served is not None:
         tokenizer = tokenizer or str(served.model)
@@ -132,6 +135,7 @@ def design(
         ),
         format=designer_format,
         task_text=task_text,
+        tool_text=tool_text,
         plans=plans,
         plan_calls=plan_calls,
         vocabulary=vocabulary,

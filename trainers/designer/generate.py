@@ -94,10 +94,12 @@ async def sample_design(
     by a grammar of what came before; with `task_text="derived"` its instruction and hint are worded from its
     plan (only there: a reply sampled whole cannot be held to a text that depends on what it wrote before)."""
     machine = stages()
-    if machine.task_text == "derived" and (design_format != "spec" or settings.mode != "tokens"):
+    derived = [f"{what}=derived" for what, rule in (("task_text", machine.task_text), ("tool_text", machine.tool_text))
+               if rule == "derived"]  # fmt: skip
+    if derived and (design_format != "spec" or settings.mode != "tokens"):
         raise ValueError(
-            f"task_text=derived words a staged spec's task: it needs the spec format in tokens mode, not "
-            f"{design_format!r} in {settings.mode!r} mode"
+            f"{' and '.join(derived)} words a staged spec as it is written: it needs the spec format in tokens mode, "
+            f"not {design_format!r} in {settings.mode!r} mode"
         )
     started = time.perf_counter()
     with pool.sticky() as endpoint:

@@ -29,6 +29,8 @@ filter's arguments) is one of its cells, by column where the field is named like
 With `task_text="derived"` the brief offers the questions only (each with the instruction trusted code words
 for it from the plan) and the hint is the plan's tools in order (`trainers.designer.task_text`): each a grammar
 of one string per choice, so what the model still chooses there is the question and the untouched records.
+With `tool_text="derived"` each tool option carries the name and description trusted code writes for its kind,
+table and field (`task_text.tool_name`), so the model chooses which tools, not what they are called.
 
 Each stage is told how many of the reply's tokens are left (`grammar(tokens_left)`), and offers another
 field, record, table, tool or call only while they pay for it and for the cheapest way to the spec's end
@@ -73,7 +75,14 @@ from toolworlds.spec import (
 )
 from toolworlds.spec_compile import same_value, state_after_plan, tool_contract
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
-from trainers.designer.task_text import TaskText, derived_hint, derived_instruction, says
+from trainers.designer.task_text import (
+    TaskText,
+    derived_hint,
+    derived_instruction,
+    says,
+    tool_description,
+    tool_name,
+)
 from trainers.designer.vocabulary import Vocabulary
 
 Stage = Literal["table", "field", "records", "record", "tool", "task", "call", "brief", "hint"]
@@ -170,9 +179,11 @@ class SpecStages:
         task_text: TaskText = "written",
         plans: PlanRule = "any",
         vocabulary: Vocabulary | None = None,
+        tool_text: TaskText = "written",
     ) -> None:
         self.budget = budget
         self.task_text = task_text  # "derived": trusted code words the instruction and hint (`task_text`)
+        self.tool_text = tool_text  # "derived": trusted code names and describes each tool (`tool_name`)
         self.plans = plans  # "change": every plan changes something (reads alone never end it)
         self.vocabulary = vocabulary  # set: tables' names and records' values are copied from it (`vocabulary`)
         self.stage: Stage | None = "table"
@@ -354,7 +365,7 @@ class SpecStages:
         sure: list[str] = []  # changing tools that can be called on the records as written
         other: list[str] = []  # the rest: reading tools, and changing ones that may not be callable
         for table in self._written_tables():
-            for option, callable_change in self._tool_options(table, self._name(used, rules), rules):
+            for option, callable_change in self._tool_options(table, used, rules):
                 (sure if callable_change else other).append(option)
         if not sure:
             return None
@@ -379,37 +390,64 @@ class SpecStages:
             return False
         return any(tool.kind in CHANGING_KINDS for tool, _ in self._possible_calls(spec, state, GrammarRules()))
 
-    def _tool_options(self, table: TableSpec, name: str, rules: GrammarRules) -> list[tuple[str, bool]]:
+    def _tool_options(self, table: TableSpec, used: AbstractSet[str], rules: GrammarRules) -> list[tuple[str, bool]]:
         """Each tool `table` may have, and whether it surely changes something when called on the records as
         written (a delete, a create, an update with no transitions, a transfer with no minimum on a field some
-        record holds an amount of): each option is one or the other, never both, so no text is admitted twice."""
+        record holds an amount of): each option is one or the other, never both, so no text is admitted twice.
+        With `tool_text="derived"` each option's name and description are trusted code's (`tool_name`,
+        `tool_description`), and an option whose name a written tool has is not offered."""
         on = f'", \\"table\\": " {json_literal(table.name)}'
+        derived = self.tool_text == "derived"
+        written = None if derived else (self._name(used, rules), self._text())
 
-        def head(kind: str) -> str:
-            return f'"{{\\"kind\\": \\"{kind}\\", \\"name\\": " {name} ", \\"description\\": " {self._text()} {on}'
+        def head(kind: str, field: str | None = None) -> str | None:
+            if written is not None:
+                name, description = written
+            elif (derived_name := tool_name(kind, table.name, field)) in used:
+                return None
+            else:
+                description = json_literal(tool_description(kind, table, field)[: self.budget.text])
+                name = json_literal(derived_name)
+            return f'"{{\\"kind\\": \\"{kind}\\", \\"name\\": " {name} ", \\"description\\": " {description} {on}'
 
         def field_is(names: list[str]) -> str:
             return f'", \\"field\\": " {_choice([json_literal(n) for n in names])}'
 
+        def each(kind: str, names: list[str], tail: str = "") -> list[str]:
+            """`kind` on any of `names` (one option; derived: one per field, since the name says which)."""
+            if not derived:
+                return [f'{head(kind)} {field_is(names)}{tail} "}}"']
+            heads = [(n, head(kind, n)) for n in names]
+            return [f'{h} {field_is([n])}{tail} "}}"' for n, h in heads if h is not None]
+
         fields = table.fields
         strings = [n for n, f in fields.items() if f.type == "string"]
         numbers = [n for n, f in fields.items() if f.type in ("integer", "number")]
-        options = [(f'{head("lookup")} "}}"', False), (f'{head("delete")} "}}"', True)]
-        if strings:
-            options.append((f'{head("search")} {field_is(strings)} "}}"', False))
-        filters = _choice([json_literal(n) for n in fields])
-        options.append((f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"', False))
-        options.append((f'{head("create")} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"', True))
+        options: list[tuple[str, bool]] = []
+        for kind, sure in (("lookup", False), ("delete", True)):
+            if (plain := head(kind)) is not None:
+                options.append((f'{plain} "}}"', sure))
+        options += [(option, False) for option in each("search", strings)]
+        if derived:  # the name says whether it filters, and by what
+            if (plain := head("list")) is not None:
+                options.append((f'{plain} "}}"', False))
+            for n in fields:
+                if (filtered := head("list", n)) is not None:
+                    options.append((f'{filtered} ", \\"filter_by\\": " {json_literal(n)} "}}"', False))
+        else:
+            filters = _choice([json_literal(n) for n in fields])
+            options.append((f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"', False))
+        if (create := head("create")) is not None:
+            options.append((f'{create} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"', True))
         if numbers:
             movable = [n for n in numbers if len(table.records) > 1 and _amount_up_to(_most(table, n)) is not None]
-            if movable:
-                options.append((f'{head("transfer")} {field_is(movable)} "}}"', True))
-            if still := [n for n in numbers if n not in movable]:
-                options.append((f'{head("transfer")} {field_is(still)} "}}"', False))
-            options.append((f'{head("transfer")} {field_is(numbers)} ", \\"minimum\\": " {_NUMBER} "}}"', False))
+            still = [n for n in numbers if n not in movable]
+            options += [(option, True) for option in each("transfer", movable)] if movable else []
+            options += [(option, False) for option in each("transfer", still)] if still else []
+            options += [(option, False) for option in each("transfer", numbers, f' ", \\"minimum\\": " {_NUMBER}')]
         for field_name, field in fields.items():
-            if field_name != table.key:
-                update = f'{head("update")} ", \\"field\\": " {json_literal(field_name)}'
+            if field_name != table.key and (updating := head("update", field_name)) is not None:
+                update = f'{updating} ", \\"field\\": " {json_literal(field_name)}'
                 held = _held(table, field_name)
                 settings = self._update(field_name, field, held, rules)
                 options += [(f"{update} {setting}", sure) for setting, sure in settings]
@@ -492,10 +530,14 @@ class SpecStages:
             (changing if tool.kind in CHANGING_KINDS else reading).append(call)
         changed = self._plan_changes()
         # Another call is offered only where one will surely be possible after this one: a tool that needs
-        # no record (search, list, create), or records enough that one call cannot take them all.
+        # no record (search, list, create), or records enough, in the tools' tables, that one call cannot take
+        # them all (counted over every table, a walk planned `, ` after deleting a one-record table's record,
+        # and the spec closed as `}, ]`: not JSON).
         needs_none = any(tool.kind in ("search", "list", "create") for tool in spec.tools)
+        acted_on = {tool.table for tool in spec.tools}
+        left = sum(len(records) for table, records in state.items() if table in acted_on)
         tokens = self.budget.tokens
-        more = (len(self.plan) + 1 < self.budget.plan and (needs_none or sum(map(len, state.values())) > 2)
+        more = (len(self.plan) + 1 < self.budget.plan and (needs_none or left > 2)
                 and self._room(tokens.call, tokens.call, tokens.after_plan()))  # fmt: skip
         can_ask = bool(self._questions(tables, state))  # a read changes nothing: what is asked now has its answer then
         options = []

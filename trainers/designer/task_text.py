@@ -8,10 +8,17 @@ per planned call, in plan order, then the question; the hint names the plan's to
 designer still chooses the world (tables, fields, records, tools), the plan, the question and the records
 that must stay untouched: only those choices learn. The stages offer each text as a grammar of that one
 string, so the reply stays the tokens the server sampled.
+
+With `designer.tool_text=derived` the tools' names and descriptions are trusted code's too (`tool_name`,
+`tool_description`): the model named them `tools_to_list_of_items` (it creates a record) and
+`fips_15003_20220326_2` (it deletes one), so unaided the agent had to guess which tool does what, and all 8
+valid worlds of run 22 went unsolved unaided. Then the model still chooses which tools a table has (kind
+and field), but not what they are called.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -56,6 +63,42 @@ def derived_instruction(
         asked = f"tell me the {_words(question.field)} of {_quoted(question.key)}"
         sentence = f"{sentence}, and {asked}" if sentence else asked
     return f"Please {sentence}." if sentence else "Please finish."
+
+
+_VERBS = {"lookup": "get", "delete": "delete", "search": "find", "list": "list", "create": "add",
+          "transfer": "move", "update": "set"}  # fmt: skip
+_NOT_NAME = re.compile(r"[^a-z0-9]+")
+
+
+def tool_name(kind: str, table: str, field: str | None = None, longest: int = 40) -> str:
+    """A tool's name from what it does: `delete_fips`, `list_airports_by_country`, `set_status_of_tickets`
+    (cut to `longest` characters, the format's most; two tools the cut makes equal, the stages keep apart)."""
+    verb = _VERBS[kind]
+    if field is None:
+        parts = [verb, table]
+    elif kind in ("search", "list"):
+        parts = [verb, table, "by", field]
+    elif kind == "transfer":
+        parts = [verb, field, "in", table]
+    else:
+        parts = [verb, field, "of", table]
+    name = "_".join(_NOT_NAME.sub("_", part.lower()).strip("_") for part in parts)
+    return name[:longest].rstrip("_")
+
+
+def tool_description(kind: str, table: TableSpec, field: str | None = None) -> str:
+    """What a tool does, in words, naming its table and field as the tools show them."""
+    records, what = _words(table.name), _words(field or "")
+    return {
+        "lookup": f"Look up a record of {records} by its {_words(table.key)}.",
+        "delete": f"Remove a record from {records} by its {_words(table.key)}.",
+        "search": f"Find the record in {records} whose {what} matches.",
+        "list": f"List the records in {records} whose {what} is the given value." if field
+        else f"List every record in {records}.",
+        "create": f"Add a record to {records}.",
+        "transfer": f"Move an amount of {what} from one record of {records} to another.",
+        "update": f"Set the {what} of a record in {records}.",
+    }[kind]  # fmt: skip
 
 
 def derived_hint(tools: Sequence[ToolDefinition], plan: Sequence[Mapping[str, Any]]) -> str:
