@@ -13,7 +13,8 @@ With `designer.tool_text=derived` the tools' names and descriptions are trusted 
 `tool_description`): the model named them `tools_to_list_of_items` (it creates a record) and
 `fips_15003_20220326_2` (it deletes one), so unaided the agent had to guess which tool does what, and all 8
 valid worlds of run 22 went unsolved unaided. Then the model still chooses which tools a table has (kind
-and field), but not what they are called.
+and field), but not what they are called. Measured against the model's names (docs/guide.md, pre-registered
+A/B at 9112fc7): 8 of 32 valid worlds at the frontier against 12 of 31, no more unaided wins: not the default.
 """
 
 from __future__ import annotations
