@@ -228,10 +228,9 @@ class TrainConfig(_Section):
                 f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
                 "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
             )
-        if self.designer.task_text == "derived" and self.designer.format != "spec":
-            raise ValueError("designer.task_text=derived words a spec's task from its plan: set designer.format=spec")
-        if self.designer.tool_text == "derived" and self.designer.format != "spec":
-            raise ValueError("designer.tool_text=derived names a spec's tools set designer.format=spec")
+        for knob, what in (("task_text", "words a spec's task from its plan"), ("tool_text", "names a spec's tools")):
+            if getattr(self.designer, knob) == "derived" and self.designer.format != "spec":
+                raise ValueError(f"designer.{knob}=derived {what}: set designer.format=spec")
         plan_rules = (self.designer.plans, self.designer.plan_calls) != ("any", SPEC_BUDGET.plan)
         if plan_rules and self.designer.format != "spec":
             raise ValueError("designer.plans and designer.plan_calls rule a spec's plan: set designer.format=spec")
@@ -284,8 +283,9 @@ CPU_TINY: dict[str, Any] = {
                  "vocabulary": "document", "task_text": "derived", "plan_calls": 1},
     "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
                "importance_sampling": "off"},
-    # 4 iterations and no full reference tasks (eval_seeds=0; 0 of 3 solved, both ways, before and after, in all
-    # 21 main jobs): run 21 took 48.8 minutes, 4.3 of them on those 12 plays and 5.8 on its fifth iteration
+    # 4 iterations and no full reference tasks (eval_seeds=0; 0 of 3 solved, both ways, before and after, in every
+    # main job with a record of them, runs 1-7 and 16-21): run 21 took 48.8 minutes, 4.3 of them on those 12 plays
+    # and 5.8 on its fifth iteration
     "run": {"iterations": 4, "eval_suite": "reference-lite", "eval_tasks": 30, "eval_seeds": 0},
 }  # fmt: skip
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +98,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def iterations(out: Path, url: str, ablation: str | None, remembered: RememberedWorld | None = None,
-                     extra: tuple[str, ...] = ()) -> SelfPlay:  # fmt: skip
-    """Two iterations through the loop without an update: what each switch changes is in the rows and files."""
-    overrides = [*TINY, *extra, *([f"ablations.{ablation}=true"] if ablation else [])]
+@asynccontextmanager
+async def self_play(out: Path, url: str, overrides: list[str],
+                    remembered: RememberedWorld | None = None) -> AsyncIterator[SelfPlay]:  # fmt: skip
+    """The loop of cpu-tiny with `overrides`, without an update, against the scripted server at `url`."""
     config = load_config("cpu-tiny", overrides)
     agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
     settings = DesignSettings(documents=1, generations=2, plays=2, smoke_seeds=2, designer=agent.model_copy(
@@ -112,9 +113,16 @@ async def iterations(out: Path, url: str, ablation: str | None, remembered: Reme
             if remembered is not None:
                 memory.remember(remembered)
             design = DesignRun("test", out, corpus, endpoints, sandbox, memory, settings)
-            loop = SelfPlay(config, out, design, endpoints, agent, learner=None)
-            for index in range(2):
-                await loop.iteration(index)
+            yield SelfPlay(config, out, design, endpoints, agent, learner=None)
+
+
+async def iterations(out: Path, url: str, ablation: str | None, remembered: RememberedWorld | None = None,
+                     extra: tuple[str, ...] = ()) -> SelfPlay:  # fmt: skip
+    """Two iterations through the loop without an update: what each switch changes is in the rows and files."""
+    overrides = [*TINY, *extra, *([f"ablations.{ablation}=true"] if ablation else [])]
+    async with self_play(out, url, overrides, remembered) as loop:
+        for index in range(2):
+            await loop.iteration(index)
     return loop
 
 
@@ -139,17 +147,10 @@ async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_ur
 
 @pytest.mark.anyio
 async def test_without_eval_seeds_the_held_out_measure_plays_only_the_suite(tmp_path: Path, designing_url: str) -> None:
-    """cpu-tiny's `run.eval_seeds=0`: the full reference tasks (0 of 3 solved both ways in every main job since
-    run 17) are not played; the suite's tasks are."""
-    config = load_config("cpu-tiny", [*TINY, "run.eval_seeds=0"])
-    agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
-    settings = DesignSettings(documents=1, generations=2, plays=2, smoke_seeds=2, agent=agent,
-                              designer=agent.model_copy(update={"max_turns": 1}))  # fmt: skip
-    async with SandboxPool() as sandbox, EndpointPool.open([designing_url]) as endpoints:
-        with WorldMemory.open(tmp_path / "memory.sqlite") as memory:
-            design = DesignRun("test", tmp_path, Corpus(open_source("none"), max_tokens=200), endpoints, sandbox,
-                               memory, settings)  # fmt: skip
-            held = await SelfPlay(config, tmp_path, design, endpoints, agent, learner=None).held_out(-1)
+    """cpu-tiny's `run.eval_seeds=0`: the full reference tasks (never solved in a main job with a record of them)
+    are not played; the suite's tasks are."""
+    async with self_play(tmp_path, designing_url, [*TINY, "run.eval_seeds=0"]) as loop:
+        held = await loop.held_out(-1)
     worlds = sorted(builtin_worlds())
     assert sorted(path.name for path in (tmp_path / "eval").iterdir()) == [
         f"after--1-reference-lite-{world}" for world in worlds

@@ -415,6 +415,8 @@ class SpecStages:
 
         def each(kind: str, names: list[str], tail: str = "") -> list[str]:
             """`kind` on any of `names` (one option; derived: one per field, since the name says which)."""
+            if not names:
+                return []
             if not derived:
                 return [f'{head(kind)} {field_is(names)}{tail} "}}"']
             heads = [(n, head(kind, n)) for n in names]
@@ -439,12 +441,10 @@ class SpecStages:
             options.append((f'{head("list")} (", \\"filter_by\\": " {filters})? "}}"', False))
         if (create := head("create")) is not None:
             options.append((f'{create} (", \\"key_prefix\\": " {self._string(1, 8)})? "}}"', True))
-        if numbers:
-            movable = [n for n in numbers if len(table.records) > 1 and _amount_up_to(_most(table, n)) is not None]
-            still = [n for n in numbers if n not in movable]
-            options += [(option, True) for option in each("transfer", movable)] if movable else []
-            options += [(option, False) for option in each("transfer", still)] if still else []
-            options += [(option, False) for option in each("transfer", numbers, f' ", \\"minimum\\": " {_NUMBER}')]
+        movable = [n for n in numbers if len(table.records) > 1 and _amount_up_to(_most(table, n)) is not None]
+        options += [(option, True) for option in each("transfer", movable)]
+        options += [(option, False) for option in each("transfer", [n for n in numbers if n not in movable])]
+        options += [(option, False) for option in each("transfer", numbers, f' ", \\"minimum\\": " {_NUMBER}')]
         for field_name, field in fields.items():
             if field_name != table.key and (updating := head("update", field_name)) is not None:
                 update = f'{updating} ", \\"field\\": " {json_literal(field_name)}'
@@ -598,9 +598,9 @@ class SpecStages:
             text = f'"\\"" {KEY_FIRST.gbnf()} {_TEXT_CHAR}{{0,{self.budget.value - 1}}} "\\""'
             return [{**schema, "properties": {**properties, tool.field: {"x-gbnf": text}}}]
         if isinstance(tool, ListTool):  # it names no record (a filter on the key field is a value, not a lookup)
-            filtered = table.fields.get(tool.filter_by or "")
-            if filtered and (copied := self._copied_field(str(tool.filter_by), filtered)):
-                return [{**schema, "properties": {**properties, str(tool.filter_by): {"enum": copied}}}]
+            by = tool.filter_by
+            if by is not None and by in table.fields and (copied := self._copied_field(by, table.fields[by])):
+                return [{**schema, "properties": {**properties, by: {"enum": copied}}}]
             return [schema]
         if not keys:
             return []
