@@ -104,7 +104,8 @@ train-selfplay *flags="": model
     spadework train --preset cpu-selfplay --out "$run" {{flags}}
     spadework report "$run"
 
-# SPADE against its ablations (fixed-pool, frozen-designer) at equal agent compute, 2 seeds each, the untrained
+# SPADE against its ablations (fixed-pool, frozen-designer) at equal agent episodes and sampled tokens (the other arms
+# follow the spade arm of their seed: agent.compute_from), 2 seeds each, the untrained
 # policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 30 held-out tasks per world (sized from the main
 # job's stage times; measured whole on a fresh clone: 2 h 28 min with the install, 2026-12-04). One table (also
 # OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired differences; the same command on the

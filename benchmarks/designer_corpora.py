@@ -4,8 +4,9 @@ Runs `spadework design` (the embedded model, the CPU preset's designer: specs wr
 temperature 0.7, paid the band on partial credit; the agent constrained, 4 turns of 64 tokens) once per
 corpus, `--task-text` (written by the model, or derived from the plan by trusted code), `--plans` (which
 plans may end), `--plan-calls` (the most calls a plan has), `--vocabularies` (names and values free, or
-copied from the document) and `--tool-texts` (tools named by the model, or by trusted code for what they do)
-with the same seed, then prints one table:
+copied from the document), `--tool-texts` (tools named by the model, or by trusted code for what they do)
+and `--keys` (the agent spells a record's key, or picks one its tools list: `--key-choices`) with the same
+seed, then prints one table:
 validity, what the gates rejected (the `meaning` gate's rejections counted apart: worlds that passed every
 other gate), the Vendi score of the valid worlds' tool schemas, grounding (the share of a valid world's names
 and record values found in its document; worlds at least half grounded), regret with its interval, hinted
@@ -19,6 +20,8 @@ valid designs were paid different rewards. A finished run is read back, not run 
     python benchmarks/designer_corpora.py --corpora tables --vocabularies free document
     python benchmarks/designer_corpora.py --corpora tables --vocabularies document --task-texts derived \
         --plan-calls 1 --tool-texts written derived
+    python benchmarks/designer_corpora.py --corpora tables --vocabularies document --task-texts derived \
+        --plan-calls 1 --keys spelled listed
 """
 
 from __future__ import annotations
@@ -133,6 +136,7 @@ def main() -> None:
     parser.add_argument("--plan-calls", nargs="+", type=int, default=[SPEC_BUDGET.plan])
     parser.add_argument("--vocabularies", nargs="+", default=["free"], choices=["free", "document"])
     parser.add_argument("--tool-texts", nargs="+", default=["written"], choices=["written", "derived"])
+    parser.add_argument("--keys", nargs="+", default=["spelled"], choices=["spelled", "listed"])
     parser.add_argument("--iterations", type=int, default=2)
     parser.add_argument("--documents", type=int, default=4)
     parser.add_argument("--generations", type=int, default=4)
@@ -140,9 +144,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     arms = list(itertools.product(args.corpora, args.task_texts, args.plans, args.plan_calls, args.vocabularies,
-                                  args.tool_texts))  # fmt: skip
+                                  args.tool_texts, args.keys))  # fmt: skip
     for arm in arms:
-        corpus, text, plans, calls, vocabulary, tools = arm
+        corpus, text, plans, calls, vocabulary, tools, keys = arm
         out = arm_directory(args.out, *arm)
         if len(read_metrics(out)) >= args.iterations if out.exists() else False:
             continue
@@ -150,7 +154,8 @@ def main() -> None:
                  "--plays", args.plays, "--seed", args.seed]  # fmt: skip
         command = [sys.executable, "-m", "spadework", "design", "--out", str(out), "--corpus", corpus, *DESIGN,
                    "--task-text", text, "--plans", plans, "--plan-calls", str(calls), "--vocabulary", vocabulary,
-                   "--tool-text", tools, *map(str, sizes)]  # fmt: skip
+                   "--tool-text", tools, *(["--key-choices"] if keys == "listed" else []),
+                   *map(str, sizes)]  # fmt: skip
         print(f"designing on {arm_label(*arm)}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True)
     summaries = {arm: summary(arm_directory(args.out, *arm), arm[0], args.seed, args.documents) for arm in arms}
@@ -162,19 +167,20 @@ def main() -> None:
 
 
 def arm_directory(out: Path, corpus: str, text: str, plans: str, calls: int, vocabulary: str = "free",
-                  tools: str = "written") -> Path:  # fmt: skip
+                  tools: str = "written", keys: str = "spelled") -> Path:  # fmt: skip
     """`OUT/<corpus>` for the defaults (as before there were choices), else with what differs:
-    `OUT/<corpus>-derived-change-calls1-document-tools`."""
-    return out / "-".join([corpus, *_differs(text, plans, calls, vocabulary, tools)])
+    `OUT/<corpus>-derived-change-calls1-document-tools-keys`."""
+    return out / "-".join([corpus, *_differs(text, plans, calls, vocabulary, tools, keys)])
 
 
-def arm_label(corpus: str, text: str, plans: str, calls: int, vocabulary: str = "free", tools: str = "written") -> str:
-    return ", ".join([corpus, *_differs(text, plans, calls, vocabulary, tools)])
+def arm_label(corpus: str, text: str, plans: str, calls: int, vocabulary: str = "free", tools: str = "written",
+              keys: str = "spelled") -> str:  # fmt: skip
+    return ", ".join([corpus, *_differs(text, plans, calls, vocabulary, tools, keys)])
 
 
-def _differs(text: str, plans: str, calls: int, vocabulary: str, tools: str) -> list[str]:
+def _differs(text: str, plans: str, calls: int, vocabulary: str, tools: str, keys: str) -> list[str]:
     defaults = ((text, "written"), (plans, "any"), (f"calls{calls}", f"calls{SPEC_BUDGET.plan}"), (vocabulary, "free"),
-                ("tools" if tools == "derived" else "", ""))  # fmt: skip
+                ("tools" if tools == "derived" else "", ""), ("keys" if keys == "listed" else "", ""))  # fmt: skip
     return [part for part, default in defaults if part != default]
 
 

@@ -252,6 +252,27 @@ def test_a_created_key_outside_the_key_fields_enum_is_refused_not_a_crash() -> N
     assert step(world, "add_payee", payee_id="P3", name="Gas Co") == {"payee_id": "P3", "name": "Gas Co"}
 
 
+def test_with_key_choices_a_tables_key_arguments_list_its_records_keys() -> None:
+    """`key_choices`: the agent picks a record its tools list instead of spelling a key; a create still names a
+    new one, which the listing (the spec's records) then cannot name."""
+    document = desk()
+    for table in document["tables"]:
+        table["key_choices"] = True
+    world_class = compile_spec(parse_spec(document))
+    schemas = {tool.name: tool.input_schema["properties"] for tool in world_class.tools()}
+    assert schemas["get_account"]["account_id"]["enum"] == ["A1", "A2", "A3"]
+    assert schemas["transfer"]["from_account_id"]["enum"] == schemas["transfer"]["to_account_id"]["enum"]
+    assert schemas["cancel_order"]["order_id"]["enum"] == ["O1", "O2", "O3"]
+    assert schemas["remove_payee"]["payee_id"]["enum"] == ["P1", "P2"]
+    assert "enum" not in schemas["add_payee"]["payee_id"]  # a new record's key
+    world = started(world_class)
+    assert step(world, "remove_payee", payee_id="P2") == {"payee_id": "P2", "name": "City Water"}
+    assert step(world, "add_payee", payee_id="P3", name="Gas Co")["payee_id"] == "P3"
+    refused = step(world, "remove_payee", payee_id="P3")
+    assert error_code(refused) == "invalid_arguments" and "'P1'" in json.dumps(refused), refused
+    assert all(check.passed for check in check_world(world_class, seeds=[0, 1]))  # the plan keeps the contract
+
+
 def test_delete(desk_world: type[ToolWorld[Any]]) -> None:
     world = started(desk_world)
     assert step(world, "remove_payee", payee_id="P1") == {"payee_id": "P1", "name": "Acme Power"}

@@ -81,6 +81,12 @@ class TableSpec(Strict):
     key: Identifier = Field(description="The field that identifies a record; it must be a string field.")
     fields: dict[Identifier, FieldSpec] = Field(min_length=1)
     records: list[dict[str, Scalar]] = Field(max_length=MAX_RECORDS, description="The hidden state.")
+    key_choices: bool = Field(
+        default=False,
+        description="The key arguments of its tools (lookup, update, delete, transfer) list its records' keys as "
+        "their only values: the agent chooses a record instead of spelling one, and a record created later cannot "
+        "be named by them.",
+    )
 
 
 class ToolBase(Strict):

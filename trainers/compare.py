@@ -9,11 +9,13 @@ arms run from one preset, with the same iterations, update size and held-out sui
     frozen-designer  `ablations.frozen_designer`: the designer still writes worlds and the agent plays them,
                      but the designer is never updated
 
-Equal agent compute: every arm plays `agent.fill_reference`, a reference task in place of each designed world
-or archived task not played (invalid, broken, or no designer at all), so every iteration of every arm plays
-reference_tasks + documents x generations + archive_tasks tasks, K plays each way. The table prints each
-arm's agent episodes and sampled agent tokens, and `compute_gaps` names any arm more than 10% away from
-spade's: the claim is checked, not believed.
+Equal agent compute: the spade arm plays `agent.fill_reference`, a reference task in place of each designed
+world or archived task not played (invalid, broken), so each of its iterations plays reference_tasks +
+documents x generations + archive_tasks tasks, K plays each way. The other arms follow it
+(`agent.compute_from`, `trainers.equal_compute`): reference tasks fill each of their iterations while one more
+brings their sampled agent tokens so far closer to spade's, their episodes within 10% of spade's. The table
+prints each arm's agent episodes and sampled agent tokens, and `compute_gaps` names any arm more than 10% away
+from spade's: the claim is checked, not believed.
 
 The untrained policy is measured once per seed (by the spade arm) and shared by the other arms of that seed
 (`run.before_from`), so their lifts start from one measurement. Lifts and the paired differences spade -
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.config import TrainConfig, load_config
+from trainers.equal_compute import TOLERANCE
 from trainers.journal import JournalError
 from trainers.report import ReportError, RunRecord, read_run, summary_json
 from trainers.run_state import ResumeError, load_state
@@ -43,7 +46,6 @@ from trainers.stats import paired_lift
 
 ARMS = ("spade", "fixed-pool", "frozen-designer")
 BASELINES = ("fixed-pool", "frozen-designer")  # each compared with spade
-COMPUTE_TOLERANCE = 0.10  # agent episodes and tokens of every arm within 10% of spade's
 
 
 class CompareError(RuntimeError):
@@ -92,8 +94,9 @@ def run_arms(preset: str, overrides: list[str], out: Path, seeds: int = 2, log_l
             if finished(run):
                 continue
             own = [*extra, f"run.seed={seed}"]
-            if arm != ARMS[0]:
-                own.append(f"run.before_from={out / f'seed-{seed}' / ARMS[0]}")
+            if arm != ARMS[0]:  # the untrained policy's measurement and the agent compute: spade's of this seed
+                spade = out / f"seed-{seed}" / ARMS[0]
+                own += [f"run.before_from={spade}", f"agent.compute_from={spade}"]
             command = [sys.executable, "-m", "spadework", "--log-level", log_level, "train"]
             if _has_checkpoint(run):
                 command += ["--resume", str(run)]
@@ -231,7 +234,7 @@ def comparison(runs: Arms) -> Comparison:
     return Comparison(results, pooled, differences, compute_gaps(results))
 
 
-def compute_gaps(results: list[ArmResult], tolerance: float = COMPUTE_TOLERANCE) -> list[str]:
+def compute_gaps(results: list[ArmResult], tolerance: float = TOLERANCE) -> list[str]:
     """Every arm whose agent episodes or sampled agent tokens differ from its seed's spade arm by more than
     `tolerance` (relative), one line each: equal agent compute, checked."""
     spade = {result.seed: result for result in results if result.arm == ARMS[0]}

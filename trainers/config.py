@@ -97,6 +97,11 @@ class DesignerConfig(_Section):
         description="Who names and describes a spec's tools: the model (written), or trusted code from each tool's "
         "kind, table and field (derived: delete_fips; trainers/designer/task_text.py). derived needs format=spec.",
     )
+    key_choices: bool = Field(
+        False,
+        description="format=spec: trusted code marks every table `key_choices`, so the agent's key arguments list the "
+        "records' keys (it picks a record instead of spelling one; toolworlds/spec.py).",
+    )
     plans: PlanRule = Field(
         "any",
         description="format=spec, tokens: which plans may end, any (a change, or reads with a question) or change "
@@ -127,6 +132,12 @@ class AgentConfig(_Section):
         description="Play a reference task in place of each designed world or archived task not played (invalid, "
         "broken, none archived yet, or no designer at all): every iteration then plays reference_tasks + "
         "documents x generations + archive_tasks tasks (equal agent compute across arms of a comparison).",
+    )
+    compute_from: str | None = Field(
+        None,
+        description="With fill_reference: a run (a comparison's spade arm) whose agent compute this run follows: "
+        "reference tasks fill each iteration while one more brings the agent's sampled tokens so far closer to that "
+        "run's through the same iteration, its episodes within 10% of that run's (trainers/equal_compute.py).",
     )
     mode: Mode = "tokens"
     call_schema: bool = Field(
@@ -231,6 +242,11 @@ class TrainConfig(_Section):
         for knob, what in (("task_text", "words a spec's task from its plan"), ("tool_text", "names a spec's tools")):
             if getattr(self.designer, knob) == "derived" and self.designer.format != "spec":
                 raise ValueError(f"designer.{knob}=derived {what}: set designer.format=spec")
+        if self.designer.key_choices and self.designer.format != "spec":
+            raise ValueError("designer.key_choices marks a spec's tables: set designer.format=spec")
+        if self.agent.compute_from is not None and not self.agent.fill_reference:
+            raise ValueError("agent.compute_from decides how many reference tasks fill an iteration: set "
+                             "agent.fill_reference=true")  # fmt: skip
         plan_rules = (self.designer.plans, self.designer.plan_calls) != ("any", SPEC_BUDGET.plan)
         if plan_rules and self.designer.format != "spec":
             raise ValueError("designer.plans and designer.plan_calls rule a spec's plan: set designer.format=spec")

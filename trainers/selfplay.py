@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import anyio
@@ -41,6 +42,7 @@ from toolworlds.sandbox import WorldLoadError
 from trainers import journal
 from trainers.config import TrainConfig
 from trainers.designer.loop import DesignOutcome, DesignRun, IterationResult, run_iteration
+from trainers.equal_compute import Compute, ComputeTarget, ComputeTargetError
 from trainers.frontier import FrontierTasks, tally_groups
 from trainers.grpo import Learner
 from trainers.memory import PeakMemory, current_by_process
@@ -140,6 +142,10 @@ class SelfPlay:
     # Where each play's progress shows (a bar on a terminal, else a log line every few seconds).
     console: Console = field(default_factory=lambda: Console(stderr=True))
 
+    @cached_property
+    def compute_target(self) -> ComputeTarget | None:
+        return compute_target(self.config)
+
     async def run(self, resumed: RunState | None = None) -> None:
         """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
         run = self.config.run
@@ -181,11 +187,13 @@ class SelfPlay:
         archived = await self.archive_plays(index)
         clock["archive"] = time.perf_counter() - started
 
+        played = [*archived, *self.designed_records(designed)]
         started = time.perf_counter()  # last: with agent.fill_reference it stands in for what was not played
-        reference = await self.reference_plays(index, extra=self.unplayed(designed, archived))
+        reference = await self.reference_plays(index, extra=self.unplayed(designed, archived), played=played)
         clock["reference"] = time.perf_counter() - started
 
-        rows, skipped, episodes = self.rows(designed, reference + archived)
+        rows, skipped = self.rows(designed, reference + played)
+        compute = agent_compute(reference + played)
         zero_spread, groups = zero_spread_share(rows)
         started = time.perf_counter()
         trained = None
@@ -208,8 +216,8 @@ class SelfPlay:
             designer_reward=_mean([row.reward for row in rows if row.role == "designer"]),
             valid_worlds=designed.metrics.valid_after_repair if designed else 0,
             sampled_tokens=sum(sum(row.env_mask) for row in rows),
-            agent_episodes=episodes,
-            agent_tokens=sum(sum(row.env_mask) for row in rows if row.role == "agent"),
+            agent_episodes=compute.episodes,
+            agent_tokens=compute.tokens,
             groups=groups,
             zero_spread_groups=zero_spread,
             trained_tokens=trained,
@@ -219,16 +227,16 @@ class SelfPlay:
         log.info("iteration done", **report.model_dump(exclude={"skipped"}))
         return report
 
-    def rows(
-        self, designed: IterationResult | None, reference: list[EpisodeRecord]
-    ) -> tuple[list[TrainingRow], Skipped, int]:
-        """Both roles' rows of one iteration (the frozen-designer ablation keeps only the agent's), and how
-        many plays the agent's rows came from."""
-        records = list(reference)
-        if designed is not None:
-            for outcome in designed.outcomes:
-                if (plays := _training_plays(outcome)) is not None:
-                    records += read_records(self.out / plays)
+    def designed_records(self, designed: IterationResult | None) -> list[EpisodeRecord]:
+        """The agent's plays of this iteration's designed worlds that reach the rows."""
+        if designed is None:
+            return []
+        found = [_training_plays(outcome) for outcome in designed.outcomes]
+        return [record for plays in found if plays is not None for record in read_records(self.out / plays)]
+
+    def rows(self, designed: IterationResult | None, records: list[EpisodeRecord]) -> tuple[list[TrainingRow], Skipped]:
+        """Both roles' rows of one iteration from the agent's plays (`records`: reference, archived and designed
+        worlds') and the designer's outcomes (the frozen-designer ablation keeps only the agent's)."""
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)
         rows, skipped = agent_rows(records)
@@ -236,7 +244,7 @@ class SelfPlay:
             more, also = designer_rows(designed.outcomes)
             rows += more
             skipped.reasons.update(also.reasons)
-        return rows, skipped, len(records)
+        return rows, skipped
 
     def unplayed(self, designed: IterationResult | None, archived: list[EpisodeRecord]) -> int:
         """With `agent.fill_reference`, the reference tasks that stand in for the designed worlds and archived
@@ -249,18 +257,32 @@ class SelfPlay:
             played += sum(_training_plays(outcome) is not None for outcome in designed.outcomes)
         return max(0, planned - played)
 
-    async def reference_plays(self, index: int, extra: int = 0) -> list[EpisodeRecord]:
-        """`agent.reference_tasks` (+ `extra`) tasks of the reference worlds, K samples each way, on training seeds."""
-        tasks = self.config.agent.reference_tasks + extra
-        if tasks == 0:
-            return []
+    async def reference_plays(self, index: int, extra: int = 0, played: list[EpisodeRecord] | None = None
+                              ) -> list[EpisodeRecord]:  # fmt: skip
+        """`agent.reference_tasks` (+ `extra`) tasks of the reference worlds, K samples each way, on training seeds.
+        With `agent.compute_from`, the fill after the first `reference_tasks` follows that run's agent compute
+        instead of `extra` (this iteration's other plays, `played`, count toward it)."""
+        target = self.compute_target
+        tasks = self.config.agent.reference_tasks + (0 if target else extra)
+        earlier = sum((Compute(r.agent_episodes or 0, r.agent_tokens or 0)
+                       for r in read_iterations(self.out) if r.iteration < index), Compute())  # fmt: skip
+
+        def more(task: int, records: list[EpisodeRecord]) -> bool:
+            if task < tasks:
+                return True
+            if target is None:
+                return False
+            done = earlier + agent_compute([*(played or []), *records])
+            return target.wants_more(index, done, task_episodes=2 * self.config.agent.plays)
+
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
         suite = SUITES[self.config.agent.suite]
         names = sorted(builtin_worlds())
         frontier = FrontierTasks(suite, names, {}) if self.config.agent.task_choice == "frontier" else None
         before = self._reference_records(before=index) if frontier else []
         records: list[EpisodeRecord] = []
-        for task in range(tasks):
+        task = 0
+        while more(task, records):
             if frontier is not None:
                 frontier.tallies = tally_groups(before + records)  # each pick knows the tasks played before it
                 world, seed = frontier.pick(rng)
@@ -270,6 +292,7 @@ class SelfPlay:
             directory = self.out / "reference" / f"{index}-{task}-{world}"
             records += await self._play(world, seed, self.config.agent.plays, directory,
                                         worlds=suite.environments(world))  # fmt: skip
+            task += 1
         return records
 
     def _reference_records(self, before: int) -> list[EpisodeRecord]:
@@ -385,6 +408,27 @@ class SelfPlay:
 
 def _rounded(share: float | None) -> float | None:
     return None if share is None else round(share, 3)
+
+
+def agent_compute(records: list[EpisodeRecord]) -> Compute:
+    """The agent's plays and the tokens it sampled in them (its rows' own tokens), as `train.jsonl` counts them."""
+    rows, _ = agent_rows(records)
+    return Compute(len(records), sum(sum(row.env_mask) for row in rows))
+
+
+def compute_target(config: TrainConfig) -> ComputeTarget | None:
+    """The run `agent.compute_from` names, as a target to follow; a ComputeTargetError says why it cannot be."""
+    if config.agent.compute_from is None:
+        return None
+    source = Path(config.agent.compute_from)
+    if not (source / "train.jsonl").is_file():
+        raise ComputeTargetError(f"agent.compute_from={source}: no train.jsonl there (not a run, or none of its "
+                                 "iterations finished)")  # fmt: skip
+    try:
+        reports = read_iterations(source)
+    except (OSError, ValueError, journal.JournalError) as error:
+        raise ComputeTargetError(f"agent.compute_from={source}: not a training run ({error})") from None
+    return ComputeTarget.of_reports(source, reports, config.run.iterations)
 
 
 def _training_plays(outcome: DesignOutcome) -> str | None:

@@ -43,6 +43,7 @@ from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import RewardSettings
 from trainers.distributed import BroadcastRowFeed, Ranks
+from trainers.equal_compute import ComputeTargetError
 from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
 from trainers.memory import PeakMemory
 from trainers.report import ReportError, read_run, summary, write_report
@@ -56,7 +57,7 @@ from trainers.run_state import (
     load_state,
     restore,
 )
-from trainers.selfplay import BeforeUnavailable, HeldOut, SelfPlay, read_held_out, shared_before
+from trainers.selfplay import BeforeUnavailable, HeldOut, SelfPlay, compute_target, read_held_out, shared_before
 from trainers.weight_sync import (
     GGUFReloadSync,
     VLLMLoRASync,
@@ -168,6 +169,10 @@ def _configured_run(preset: str | None, overrides: list[str], out: Path | None, 
             shared_before(Path(config.run.before_from), config)
         except BeforeUnavailable as error:
             raise typer.BadParameter(str(error), param_hint="--set run.before_from") from None
+    try:
+        compute_target(config)
+    except ComputeTargetError as error:
+        raise typer.BadParameter(str(error), param_hint="--set agent.compute_from") from None
     return config, out, None
 
 
@@ -261,6 +266,7 @@ async def _run(
         format=config.designer.format,
         task_text=config.designer.task_text,
         tool_text=config.designer.tool_text,
+        key_choices=config.designer.key_choices,
         plans=config.designer.plans,
         plan_calls=config.designer.plan_calls,
         vocabulary=config.designer.vocabulary,

@@ -29,6 +29,9 @@ def test_arms_name_only_what_differs_from_the_defaults() -> None:
         out / "tables-derived-calls1-document-tools"
     )
     assert arm_label("tables", "written", "any", 3, "free", "derived") == "tables, tools"
+    assert arm_directory(out, "tables", "derived", "any", 1, "document", "written", "listed") == (
+        out / "tables-derived-calls1-document-keys"
+    )
 
 
 def test_plan_rows_count_changing_and_reading_plans_and_their_frontier() -> None:

@@ -149,6 +149,9 @@ def test_derived_task_and_tool_text_need_a_spec_designer() -> None:
     assert load_config("cpu-tiny", ["designer.tool_text=derived"]).designer.tool_text == "derived"
     with pytest.raises(ConfigError, match=r"designer\.tool_text=derived .* set designer\.format=spec"):
         load_config("cpu-tiny", ["designer.tool_text=derived", "designer.format=python", "designer.task_text=written"])
+    assert load_config("cpu-tiny", ["designer.key_choices=true"]).designer.key_choices
+    with pytest.raises(ConfigError, match=r"designer\.key_choices marks a spec's tables: set designer\.format=spec"):
+        load_config("cpu-tiny", ["designer.key_choices=true", "designer.format=python", "designer.task_text=written"])
 
 
 def test_the_cpu_preset_copies_from_the_document_and_a_python_designer_must_not() -> None:

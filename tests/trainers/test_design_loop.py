@@ -200,7 +200,8 @@ def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exi
     [(["--task-text", "derived"], "--task-text"), (["--plans", "change"], "--plans/--plan-calls/--vocabulary"),
      (["--plan-calls", "1"], "--plans/--plan-calls/--vocabulary"),
      (["--vocabulary", "document"], "--plans/--plan-calls/--vocabulary"),
-     (["--tool-text", "derived"], "--plans/--plan-calls/--vocabulary/--tool-text")],
+     (["--tool-text", "derived"], "--plans/--plan-calls/--vocabulary/--tool-text"),
+     (["--key-choices"], "--tool-text/--key-choices")],
 )  # fmt: skip
 def test_stage_rules_outside_staged_specs_are_refused_before_anything_starts(
     tmp_path: Path, flags: list[str], named: str

@@ -21,13 +21,13 @@ import pytest
 from engine.gbnf import GrammarRules
 from engine.trajectory import SampledSpan
 from tests.grammar_walk import admits, random_reply
-from toolworlds.spec import SpecError, parse_spec
+from toolworlds.spec import Spec, SpecError, parse_spec
 from toolworlds.spec_compile import compile_spec
 from toolworlds.untrusted.validate import validate_spec
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.loop import DesignSettings
-from trainers.designer.stages import SpecStages, key_except, name_except
+from trainers.designer.stages import KEY_CHOICES_TOKENS, SpecStages, key_except, name_except
 from trainers.designer.task_text import TaskText, tool_name
 from trainers.rows import TrainingRow
 
@@ -67,13 +67,24 @@ def written(parts: list[str], stages: SpecStages | None = None) -> SpecStages:
 
 
 def walk(bytes_matcher: Any, rng: random.Random, task_text: TaskText = "written",
-         tool_text: TaskText = "written") -> tuple[str, SpecStages]:  # fmt: skip
-    stages, text = SpecStages(task_text=task_text, tool_text=tool_text), ""
+         tool_text: TaskText = "written", key_choices: bool = False) -> tuple[str, SpecStages]:  # fmt: skip
+    stages, text = SpecStages(task_text=task_text, tool_text=tool_text, key_choices=key_choices), ""
     while (grammar := stages.grammar()) is not None:
         part = random_reply(bytes_matcher, grammar, rng, close=0.15)
         stages.wrote(part)
         text += part
     return text, stages
+
+
+def compiled(text: str) -> Spec | None:
+    """The spec a walk's `text` compiles to; None where it fails, and then never for what a grammar holds."""
+    try:
+        spec = parse_spec(text)
+        compile_spec(spec)
+    except SpecError as error:
+        assert not [p for p in error.problems if any(kind in p.problem for kind in HELD)], (error, text)
+        return None
+    return spec
 
 
 def test_random_walks_through_the_stages_never_break_what_the_grammars_hold(bytes_matcher: Any) -> None:
@@ -180,23 +191,59 @@ def test_derived_tools_are_the_ones_trusted_code_names_and_describes(bytes_match
 
 def test_walks_with_derived_tools_name_every_tool_for_what_it_does(bytes_matcher: Any) -> None:
     rng = random.Random(5)
-    compiled = 0
+    count = 0
     for _ in range(15):
         text, _ = walk(bytes_matcher, rng, task_text="derived", tool_text="derived")
-        try:
-            spec = parse_spec(text)
-            compile_spec(spec)
-        except SpecError as error:
-            assert not [p for p in error.problems if any(kind in p.problem for kind in HELD)], (error, text)
+        if (spec := compiled(text)) is None:
             continue
-        compiled += 1
+        count += 1
         for tool in spec.tools:
             field = getattr(tool, "field", None) or getattr(tool, "filter_by", None)
             assert tool.name == tool_name(tool.kind, tool.table, field), tool
         hint = json.loads(text)["task"]["hint"]
         named = hint.removeprefix("Use ").rstrip(".").split(", then ")
         assert set(named) <= {tool.name for tool in spec.tools}, (hint, text)
-    assert compiled >= 10, compiled
+    assert count >= 10, count
+
+
+def test_with_key_choices_every_table_lists_its_keys_and_plans_name_only_those(bytes_matcher: Any) -> None:
+    """`key_choices`: the records stage writes `"key_choices": true` after the key, whatever the model
+    chooses; the compiled tools list the keys; a plan may not name a record its own create made."""
+    stages = written(LIBRARY_STAGES[:3], SpecStages(key_choices=True))
+    records = stages.grammar()
+    assert records is not None and stages.stage == "records"
+    listed = LIBRARY_STAGES[3].replace('"book_id", "records"', '"book_id", "key_choices": true, "records"')
+    assert admits(bytes_matcher, records, listed) and not admits(bytes_matcher, records, LIBRARY_STAGES[3])
+    parts = [*LIBRARY_STAGES[:3], listed, *LIBRARY_STAGES[4:8],
+             LIBRARY_STAGES[8].replace('"member_id", "records"', '"member_id", "key_choices": true, "records"'),
+             *LIBRARY_STAGES[9:]]  # fmt: skip
+    stages = SpecStages(key_choices=True)
+    for part in parts:
+        grammar = stages.grammar()
+        assert grammar is not None and admits(bytes_matcher, grammar, part), part
+        stages.wrote(part)
+    spec = parse_spec("".join(parts))
+    assert all(table.key_choices for table in spec.tables)
+    borrow = next(tool for tool in compile_spec(spec).tools() if tool.name == "borrow")
+    assert borrow.input_schema["properties"]["book_id"]["enum"] == ["B1", "B2", "B3"]
+    # a create then a call on what it created: without key_choices the call may name it, with them it may not
+    add = ', "tools": [{"kind": "create", "name": "add", "description": "Add a book.", "table": "books"}, '
+    lookup = '{"kind": "lookup", "name": "get", "description": "Get a book.", "table": "books"}]'
+    created = ', "task": {"plan": [{"tool": "add", "arguments": {"book_id": "B9", "title": "Emma", "on_loan": false}}, '
+    last = LIBRARY_STAGES[5].replace("]}, ", "]}]")  # the books are the only table
+    for choices in (False, True):
+        stages = written([*LIBRARY_STAGES[:3], listed if choices else LIBRARY_STAGES[3], LIBRARY_STAGES[4], last, add,
+                          lookup, created], SpecStages(key_choices=choices))  # fmt: skip
+        call = stages.grammar()
+        assert call is not None and stages.stage == "call"
+        assert admits(bytes_matcher, call, '{"tool": "get", "arguments": {"book_id": "B9"}}]') is not choices
+        assert admits(bytes_matcher, call, '{"tool": "get", "arguments": {"book_id": "B1"}}]')
+
+
+def test_walks_with_key_choices_compile_and_list_every_tables_keys(bytes_matcher: Any) -> None:
+    rng = random.Random(3)
+    specs = [spec for _ in range(15) if (spec := compiled(walk(bytes_matcher, rng, "derived", key_choices=True)[0]))]
+    assert len(specs) >= 10 and all(table.key_choices for spec in specs for table in spec.tables), len(specs)
 
 
 def test_a_sound_spec_split_at_the_stage_boundaries_is_admitted_stage_by_stage(bytes_matcher: Any) -> None:
@@ -397,6 +444,8 @@ def test_design_settings_build_stages_under_their_plan_rules() -> None:
     stages = DesignSettings(format="spec", plans="change", plan_calls=1, task_text="derived").spec_stages()
     assert (stages.plans, stages.budget.plan, stages.task_text) == ("change", 1, "derived")
     assert stages.budget.tables == SPEC_BUDGET.tables  # only the plan's length is the setting's
+    listed = DesignSettings(format="spec", key_choices=True).spec_stages()
+    assert listed.key_choices and listed.budget.tokens.records == SPEC_BUDGET.tokens.records + KEY_CHOICES_TOKENS
     assert DesignSettings().spec_stages().budget == SPEC_BUDGET
 
 

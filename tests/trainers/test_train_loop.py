@@ -23,11 +23,13 @@ from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.registry import builtin_worlds
 from toolworlds.sandbox import SandboxPool
+from trainers import journal
+from trainers.compare import ArmResult, compute_gaps
 from trainers.config import load_config
 from trainers.corpus import Corpus, open_source
 from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import RememberedWorld, WorldMemory, code_hash
-from trainers.selfplay import SelfPlay
+from trainers.selfplay import IterationReport, SelfPlay, read_iterations
 
 TINY = ["run.iterations=1", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
@@ -205,6 +207,51 @@ async def test_with_fill_reference_every_compare_arm_plays_as_many_agent_episode
     reference = sorted(path.name for path in (tmp_path / "reference").iterdir())
     filled = ablation == "fixed_pool" or designs == "invalid"
     assert len(reference) == 2 * (tasks if filled else 1)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("tokens", "episodes"), [(10, 36), (10**7, 44)])
+async def test_an_arm_following_another_runs_compute_fills_by_its_tokens_within_its_episodes(
+    tmp_path: Path, designing_url: str, tokens: int, episodes: int
+) -> None:
+    """`agent.compute_from` (the arms of `train-compare` after spade): a run that sampled 40 episodes and
+    `tokens` agent tokens in its first iteration. Next to a run that sampled almost nothing, the fixed pool
+    stops at the lower bound, 36 episodes; next to one that sampled ten million tokens, at the upper, 44 (a
+    task is 4 episodes). Filled by tasks instead (`agent.fill_reference` alone), it would play 16 either way."""
+    source = tmp_path / "spade"
+    source.mkdir()
+    journal.append(source / "train.jsonl", [IterationReport(
+        iteration=0, rows={}, skipped={}, agent_return=None, designer_reward=None, valid_worlds=0, agent_episodes=40,
+        agent_tokens=tokens, seconds={})])  # fmt: skip
+    arm = tmp_path / "arm"
+    follow = ("agent.fill_reference=true", f"agent.compute_from={source}")
+    async with self_play(arm, designing_url, [*TINY, *follow, "ablations.fixed_pool=true"]) as loop:
+        await loop.iteration(0)
+    report = read_iterations(arm)[0]
+    assert report.agent_episodes == episodes and report.agent_tokens
+    assert len(list((arm / "reference").iterdir())) == episodes // 4
+
+
+@pytest.mark.anyio
+async def test_the_arms_following_spade_sample_its_agent_tokens_within_ten_percent(
+    tmp_path: Path, designing_url: str
+) -> None:
+    """Spade plays 1 reference task, 2 designed worlds and a reference task in place of the archived one per
+    iteration; the fixed pool and the frozen designer follow its agent compute over two iterations."""
+    spade = tmp_path / "spade"
+    await iterations(spade, designing_url, None, extra=("agent.fill_reference=true",))
+    follow = ("agent.fill_reference=true", f"agent.compute_from={spade}")
+    arms = {"spade": spade}
+    for ablation in ("fixed_pool", "frozen_designer"):
+        arms[ablation] = tmp_path / ablation
+        await iterations(arms[ablation], designing_url, ablation, extra=follow)
+    results = [ArmResult(arm=arm.replace("_", "-"), seed=0, iterations=2, suite=None, before=None, after=None,
+                         lift=None, credit_lift=None, validity=[], regret=[], agent_rows=0,
+                         agent_episodes=sum(r.agent_episodes or 0 for r in read_iterations(out)),
+                         agent_tokens=sum(r.agent_tokens or 0 for r in read_iterations(out)), minutes=None)
+               for arm, out in arms.items()]  # fmt: skip
+    print([(r.arm, r.agent_episodes, r.agent_tokens) for r in results])
+    assert compute_gaps(results) == [], [(r.arm, r.agent_episodes, r.agent_tokens) for r in results]
 
 
 @pytest.mark.anyio

@@ -65,6 +65,9 @@ def design(
     tool_text: Annotated[
         TaskText, typer.Option(help="Staged specs: tools' names and descriptions written by the model, or derived.")
     ] = "written",
+    key_choices: Annotated[
+        bool, typer.Option(help="Staged specs: every table's key arguments list its records' keys.")
+    ] = False,
     plans: Annotated[
         PlanRule, typer.Option(help="Staged specs: which plans may end (change: only one that changes something).")
     ] = "any",
@@ -106,11 +109,12 @@ def design(
     if task_text == "derived" and (designer_format != "spec" or designer_mode != "tokens"):
         raise typer.BadParameter("derived task text is worded stage by stage: give --designer-format spec "
                                  "--designer-mode tokens", param_hint="--task-text")  # fmt: skip
-    staged_rules = (plans, plan_calls, vocabulary, tool_text) != ("any", SPEC_BUDGET.plan, "free", "written")
+    staged_rules = (plans, plan_calls, vocabulary, tool_text, key_choices) != ("any", SPEC_BUDGET.plan, "free",
+                                                                              "written", False)  # fmt: skip
     if staged_rules and (designer_format != "spec" or designer_mode != "tokens"):
-        raise typer.BadParameter("plan, vocabulary and tool-text rules hold a spec written in stages: give "
-                                 "--designer-format spec --designer-mode tokens",
-                                 param_hint="--plans/--plan-calls/--vocabulary/--tool-text")  # fmt: skip
+        raise typer.BadParameter("plan, vocabulary, tool-text and key-choice rules hold a spec written in stages: "
+                                 "give --designer-format spec --designer-mode tokens",
+                                 param_hint="--plans/--plan-calls/--vocabulary/--tool-text/--key-choices")  # fmt: skip
     served = embedded_unless(endpoint, local_model, local_parallel)
     if served is not None:
         tokenizer = tokenizer or str(served.model)
@@ -136,6 +140,7 @@ def design(
         format=designer_format,
         task_text=task_text,
         tool_text=tool_text,
+        key_choices=key_choices,
         plans=plans,
         plan_calls=plan_calls,
         vocabulary=vocabulary,

@@ -95,7 +95,7 @@ async def sample_design(
     plan (only there: a reply sampled whole cannot be held to a text that depends on what it wrote before)."""
     machine = stages()
     derived = [f"{what}=derived" for what, rule in (("task_text", machine.task_text), ("tool_text", machine.tool_text))
-               if rule == "derived"]  # fmt: skip
+               if rule == "derived"] + (["key_choices"] if machine.key_choices else [])  # fmt: skip
     if derived and (design_format != "spec" or settings.mode != "tokens"):
         raise ValueError(
             f"{' and '.join(derived)} words a staged spec as it is written: it needs the spec format in tokens mode, "

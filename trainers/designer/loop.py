@@ -69,6 +69,7 @@ class DesignSettings:
     format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
     task_text: TaskText = "written"  # a spec's instruction and hint: sampled, or worded from its plan
     tool_text: TaskText = "written"  # a spec's tools' names and descriptions: sampled, or from what each does
+    key_choices: bool = False  # every table of a spec lists its keys as its key arguments' values
     plans: PlanRule = "any"  # which plans may end ("change": only one that changes something)
     plan_calls: int = SPEC_BUDGET.plan  # the most calls a spec's plan has
     vocabulary: VocabularyRule = (
@@ -84,7 +85,7 @@ class DesignSettings:
         """A fresh stage machine for one staged spec on `document`, under these settings' rules."""
         budget = self.spec_budget()
         vocabulary = Vocabulary.of(document, budget) if self.vocabulary == "document" else None
-        return SpecStages(budget, self.task_text, self.plans, vocabulary, self.tool_text)
+        return SpecStages(budget, self.task_text, self.plans, vocabulary, self.tool_text, self.key_choices)
 
 
 @dataclass

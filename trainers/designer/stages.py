@@ -46,6 +46,7 @@ repetition (`(call ", "){0,2} change "]"` was refused by llguidance where llama.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import string
@@ -90,6 +91,8 @@ Stage = Literal["table", "field", "records", "record", "tool", "task", "call", "
 # a call changed something (in six measured runs no read-only world's question was ever answered unaided).
 PlanRule = Literal["any", "change"]
 _CLOSE = '"], \\"instruction\\": \\"-\\", \\"hint\\": \\"-\\"}}"'  # a plan cut short: the spec still parses
+_KEY_CHOICES = ', "key_choices": true'  # after a table's key, with `key_choices` (trusted code's, never sampled freely)
+KEY_CHOICES_TOKENS = 7  # what it costs (SmolLM2's tokenizer), added to the records stage's cost
 _AFTER_RECORD: dict[str, Stage] = {"]}]": "tool", "]}, ": "table", ", ": "record"}
 CHANGING_KINDS = frozenset({"update", "create", "delete", "transfer"})
 _TOOL = TypeAdapter[ToolDefinition](ToolDefinition)
@@ -180,10 +183,15 @@ class SpecStages:
         plans: PlanRule = "any",
         vocabulary: Vocabulary | None = None,
         tool_text: TaskText = "written",
+        key_choices: bool = False,
     ) -> None:
+        if key_choices:  # the records stage writes `, "key_choices": true` too
+            budget = dataclasses.replace(budget, tokens=dataclasses.replace(
+                budget.tokens, records=budget.tokens.records + KEY_CHOICES_TOKENS))  # fmt: skip
         self.budget = budget
         self.task_text = task_text  # "derived": trusted code words the instruction and hint (`task_text`)
         self.tool_text = tool_text  # "derived": trusted code names and describes each tool (`tool_name`)
+        self.key_choices = key_choices  # every table's key arguments list its records' keys (`TableSpec.key_choices`)
         self.plans = plans  # "change": every plan changes something (reads alone never end it)
         self.vocabulary = vocabulary  # set: tables' names and records' values are copied from it (`vocabulary`)
         self.stage: Stage | None = "table"
@@ -230,7 +238,10 @@ class SpecStages:
             record = text.removesuffix(ending)
             if self.stage == "records":
                 key, record = record.removeprefix(', "key": ').split(', "records": [', 1)
-                self.tables[-1] |= {"key": json.loads(key), "records": []}
+                chosen = key.endswith(_KEY_CHOICES)
+                self.tables[-1] |= {"key": json.loads(key.removesuffix(_KEY_CHOICES)), "records": []}
+                if chosen:
+                    self.tables[-1]["key_choices"] = True
             self.tables[-1]["records"].append(json.loads(record))
             self.stage = _AFTER_RECORD[ending]
         elif self.stage == "tool":
@@ -299,8 +310,10 @@ class SpecStages:
         rules, fields = GrammarRules(), self.tables[-1]["fields"]
         keys = [name for name, field in fields.items() if field == {"type": "string"}]  # no default, free values
         after = self._after_record(1, self.budget.tokens.records)
+        choices = f" {literal(_KEY_CHOICES)}" if self.key_choices else ""
         options = [
-            f'{json_literal(key)} ", \\"records\\": [" {self._record(key, set(), rules)} {after}' for key in keys
+            f'{json_literal(key)}{choices} ", \\"records\\": [" {self._record(key, set(), rules)} {after}'
+            for key in keys
         ]
         if not options:  # the key field was declared again as something else: no key to choose
             return None
@@ -576,6 +589,8 @@ class SpecStages:
         when no call of the tool can (no record to name, or every transition closed)."""
         properties = dict(schema.get("properties", {}))
         key, keys = table.key, list(records)
+        if table.key_choices:  # only the keys the spec lists: a record the plan created cannot be named
+            keys = [name for name in keys if any(str(r.get(key)) == name for r in table.records)]
         if tool.kind == "create":
             for name, field in table.fields.items():  # a new record's values, as the records' own (`_value_schema`)
                 if name in properties and name != key and (copied := self._copied_field(name, field)):
