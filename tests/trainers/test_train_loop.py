@@ -250,7 +250,6 @@ async def test_the_arms_following_spade_sample_its_agent_tokens_within_ten_perce
                          agent_episodes=sum(r.agent_episodes or 0 for r in read_iterations(out)),
                          agent_tokens=sum(r.agent_tokens or 0 for r in read_iterations(out)), minutes=None)
                for arm, out in arms.items()]  # fmt: skip
-    print([(r.arm, r.agent_episodes, r.agent_tokens) for r in results])
     assert compute_gaps(results) == [], [(r.arm, r.agent_episodes, r.agent_tokens) for r in results]
 
 
