@@ -88,6 +88,10 @@ class TableSpec(Strict):
         "be named by them.",
     )
 
+    def keys(self) -> list[str]:
+        """Its records' keys, as the spec lists them (what `key_choices` offers)."""
+        return [str(record[self.key]) for record in self.records if self.key in record]
+
 
 class ToolBase(Strict):
     name: Identifier

@@ -109,7 +109,7 @@ class Operation(ABC, Generic[ToolT]):
 
     def key_argument(self, role: str = "the record") -> tuple[Any, Any]:
         """A record's key; with the table's `key_choices`, one of its records' keys as the spec lists them."""
-        keys = tuple(str(record[self.table.key]) for record in self.table.records if self.table.key in record)
+        keys = tuple(self.table.keys())
         kind: Any = Literal[keys] if self.table.key_choices and keys else Key
         return kind, Field(description=f"The {self.table.key} of {role} ({self.table.name}).")
 

@@ -264,16 +264,16 @@ class SelfPlay:
         instead of `extra` (this iteration's other plays, `played`, count toward it)."""
         target = self.compute_target
         tasks = self.config.agent.reference_tasks + (0 if target else extra)
-        earlier = sum((Compute(r.agent_episodes or 0, r.agent_tokens or 0)
-                       for r in read_iterations(self.out) if r.iteration < index), Compute())  # fmt: skip
+        done = Compute()  # with a target: this run's agent compute so far, the plays of this call added as they end
+        if target is not None:
+            earlier = [Compute(r.agent_episodes or 0, r.agent_tokens or 0) for r in read_iterations(self.out)
+                       if r.iteration < index]  # fmt: skip
+            done = sum(earlier, agent_compute(played or []))
 
-        def more(task: int, records: list[EpisodeRecord]) -> bool:
+        def more(task: int) -> bool:
             if task < tasks:
                 return True
-            if target is None:
-                return False
-            done = earlier + agent_compute([*(played or []), *records])
-            return target.wants_more(index, done, task_episodes=2 * self.config.agent.plays)
+            return target is not None and target.wants_more(index, done, task_episodes=2 * self.config.agent.plays)
 
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
         suite = SUITES[self.config.agent.suite]
@@ -282,7 +282,7 @@ class SelfPlay:
         before = self._reference_records(before=index) if frontier else []
         records: list[EpisodeRecord] = []
         task = 0
-        while more(task, records):
+        while more(task):
             if frontier is not None:
                 frontier.tallies = tally_groups(before + records)  # each pick knows the tasks played before it
                 world, seed = frontier.pick(rng)
@@ -290,8 +290,11 @@ class SelfPlay:
                 world = names[(index * tasks + task) % len(names)]
                 seed = suite.training_seed(world, rng)
             directory = self.out / "reference" / f"{index}-{task}-{world}"
-            records += await self._play(world, seed, self.config.agent.plays, directory,
-                                        worlds=suite.environments(world))  # fmt: skip
+            played_now = await self._play(world, seed, self.config.agent.plays, directory,
+                                          worlds=suite.environments(world))  # fmt: skip
+            records += played_now
+            if target is not None:
+                done += agent_compute(played_now)
             task += 1
         return records
 

@@ -590,7 +590,8 @@ class SpecStages:
         properties = dict(schema.get("properties", {}))
         key, keys = table.key, list(records)
         if table.key_choices:  # only the keys the spec lists: a record the plan created cannot be named
-            keys = [name for name in keys if any(str(r.get(key)) == name for r in table.records)]
+            listed = set(table.keys())
+            keys = [name for name in keys if name in listed]
         if tool.kind == "create":
             for name, field in table.fields.items():  # a new record's values, as the records' own (`_value_schema`)
                 if name in properties and name != key and (copied := self._copied_field(name, field)):
