@@ -12,8 +12,9 @@ arms run from one preset, with the same iterations, update size and held-out sui
 Equal agent compute: the spade arm plays `agent.fill_reference`, a reference task in place of each designed
 world or archived task not played (invalid, broken), so each of its iterations plays reference_tasks +
 documents x generations + archive_tasks tasks, K plays each way. The other arms follow it
-(`agent.compute_from`, `trainers.equal_compute`): reference tasks fill each of their iterations while one more
-brings their sampled agent tokens so far closer to spade's, their episodes within 10% of spade's. The table
+(`agent.compute_from`, `trainers.equal_compute`): after their designed worlds, they play reference tasks while
+one more brings their agent episodes and sampled tokens so far closer to spade's (least squared relative
+gaps; neither is a hard bound, since both cannot be met when the arms' replies part in length). The table
 prints each arm's agent episodes and sampled agent tokens, and `compute_gaps` names any arm more than 10% away
 from spade's: the claim is checked, not believed.
 

@@ -136,8 +136,9 @@ class AgentConfig(_Section):
     compute_from: str | None = Field(
         None,
         description="With fill_reference: a run (a comparison's spade arm) whose agent compute this run follows: "
-        "reference tasks fill each iteration while one more brings the agent's sampled tokens so far closer to that "
-        "run's through the same iteration, its episodes within 10% of that run's (trainers/equal_compute.py).",
+        "after the designed worlds, each iteration plays reference tasks (reference_tasks no longer applies) while "
+        "one more brings the agent's episodes and sampled tokens so far closer to that run's through the same "
+        "iteration (trainers/equal_compute.py).",
     )
     mode: Mode = "tokens"
     call_schema: bool = Field(

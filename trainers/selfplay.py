@@ -260,20 +260,23 @@ class SelfPlay:
     async def reference_plays(self, index: int, extra: int = 0, played: list[EpisodeRecord] | None = None
                               ) -> list[EpisodeRecord]:  # fmt: skip
         """`agent.reference_tasks` (+ `extra`) tasks of the reference worlds, K samples each way, on training seeds.
-        With `agent.compute_from`, the fill after the first `reference_tasks` follows that run's agent compute
-        instead of `extra` (this iteration's other plays, `played`, count toward it)."""
+        With `agent.compute_from`, that run's agent compute decides how many instead (this iteration's other
+        plays, `played`, count toward it; the tokens of the next task are estimated from this call's reference
+        plays so far, else from this iteration's, else from the run's)."""
         target = self.compute_target
-        tasks = self.config.agent.reference_tasks + (0 if target else extra)
-        done = Compute()  # with a target: this run's agent compute so far, the plays of this call added as they end
+        tasks = 0 if target else self.config.agent.reference_tasks + extra
+        done = now = ours = Compute()  # with a target: this run's agent compute so far, this iteration's, this call's
         if target is not None:
             earlier = [Compute(r.agent_episodes or 0, r.agent_tokens or 0) for r in read_iterations(self.out)
                        if r.iteration < index]  # fmt: skip
-            done = sum(earlier, agent_compute(played or []))
+            now = agent_compute(played or [])
+            done = sum(earlier, now)
 
         def more(task: int) -> bool:
-            if task < tasks:
-                return True
-            return target is not None and target.wants_more(index, done, task_episodes=2 * self.config.agent.plays)
+            if target is None:
+                return task < tasks
+            rate = next((c.tokens / c.episodes for c in (ours, now, done) if c.episodes), None)
+            return target.wants_more(index, done, task_episodes=2 * self.config.agent.plays, tokens_per_episode=rate)
 
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
         suite = SUITES[self.config.agent.suite]
@@ -281,20 +284,21 @@ class SelfPlay:
         frontier = FrontierTasks(suite, names, {}) if self.config.agent.task_choice == "frontier" else None
         before = self._reference_records(before=index) if frontier else []
         records: list[EpisodeRecord] = []
-        task = 0
+        task, start = 0, index * (self.config.agent.reference_tasks if target else tasks)  # rotate: where it begins
         while more(task):
             if frontier is not None:
                 frontier.tallies = tally_groups(before + records)  # each pick knows the tasks played before it
                 world, seed = frontier.pick(rng)
             else:
-                world = names[(index * tasks + task) % len(names)]
+                world = names[(start + task) % len(names)]
                 seed = suite.training_seed(world, rng)
             directory = self.out / "reference" / f"{index}-{task}-{world}"
             played_now = await self._play(world, seed, self.config.agent.plays, directory,
                                           worlds=suite.environments(world))  # fmt: skip
             records += played_now
             if target is not None:
-                done += agent_compute(played_now)
+                spent = agent_compute(played_now)
+                done, now, ours = done + spent, now + spent, ours + spent
             task += 1
         return records
 

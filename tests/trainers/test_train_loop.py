@@ -210,14 +210,16 @@ async def test_with_fill_reference_every_compare_arm_plays_as_many_agent_episode
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("tokens", "episodes"), [(10, 36), (10**7, 44)])
-async def test_an_arm_following_another_runs_compute_fills_by_its_tokens_within_its_episodes(
+@pytest.mark.parametrize(("tokens", "episodes"), [(10**7, 40), (1800, 24), (10, 4)])
+async def test_an_arm_following_another_runs_compute_settles_between_its_episodes_and_tokens(
     tmp_path: Path, designing_url: str, tokens: int, episodes: int
 ) -> None:
     """`agent.compute_from` (the arms of `train-compare` after spade): a run that sampled 40 episodes and
-    `tokens` agent tokens in its first iteration. Next to a run that sampled almost nothing, the fixed pool
-    stops at the lower bound, 36 episodes; next to one that sampled ten million tokens, at the upper, 44 (a
-    task is 4 episodes). Filled by tasks instead (`agent.fill_reference` alone), it would play 16 either way."""
+    `tokens` agent tokens in its first iteration; the scripted model replies about 90 tokens a play and a task
+    is 4 plays. Next to ten million tokens (out of reach), the fixed pool matches the episodes, 40; next to
+    1,800 (half its rate), it settles where the squared relative gaps are least, 24 episodes and about 2,200
+    tokens; next to 10 tokens, it stops after the one task its estimate allowed. Filled by tasks instead
+    (`agent.fill_reference` alone), it would play 16 either way."""
     source = tmp_path / "spade"
     source.mkdir()
     journal.append(source / "train.jsonl", [IterationReport(
