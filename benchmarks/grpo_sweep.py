@@ -323,12 +323,13 @@ def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord
         "steps_per_batch": setting.steps_per_batch,
     }
     knobs = config.update.model_copy(update=changed)
-    settings = update_settings(config.model_copy(update={"update": knobs}))
+    agent_only = config.ablations.model_copy(update={"frozen_designer": True})  # agent rows only: no designer budget
+    settings = update_settings(config.model_copy(update={"update": knobs, "ablations": agent_only}))
     batches = update_batches(grouped(train, setting.group_size), settings.rows_per_update, updates)
     model, tokenizer = load_policy(resolve_gguf(config.policy.model), None, None)
     feed = RowFeed()
     trainer = grpo_trainer(model, tokenizer, feed, settings, work / setting.name.replace(" ", "-"), updates)
-    learner = Learner(trainer, feed, None, settings.rows_per_update, config.run.seed)
+    learner = Learner(trainer, feed, None, {"agent": settings.rows_per_update}, config.run.seed)
     started, tokens = time.perf_counter(), 0
     try:
         for batch in batches:

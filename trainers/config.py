@@ -158,7 +158,12 @@ class AgentConfig(_Section):
 
 
 class UpdateConfig(_Section):
-    rows_per_update: int = Field(4, ge=1)
+    rows_per_update: int = Field(
+        4,
+        ge=1,
+        description="The agent's rows in one update (whole GRPO groups with a signal; padding fills the "
+        "rest). The designer's rows come on top (TrainConfig.update_rows), so they never take the agent's place.",
+    )
     rows_per_pass: int = Field(1, ge=1, description="Rows per forward/backward pass (memory); the rest accumulates.")
     learning_rate: float = Field(1e-5, gt=0.0)
     beta: float = Field(0.0, ge=0.0, description="KL coefficient to the reference policy.")
@@ -223,14 +228,13 @@ class TrainConfig(_Section):
             raise ValueError(f"designer.plateau must satisfy 0 <= low <= high <= 1, got {self.designer.plateau}")
         if self.ablations.fixed_pool and self.agent.reference_tasks == 0:
             raise ValueError("ablations.fixed_pool plays reference worlds only: agent.reference_tasks must be > 0")
-        if self.update.rows_per_update % self.update.rows_per_pass:
+        if sum(self.update_rows.values()) % self.update.rows_per_pass:
             raise ValueError(
-                f"update.rows_per_update ({self.update.rows_per_update}) must be a multiple of "
+                f"the rows of one update, {self.update_rows}, must add up to a multiple of "
                 f"update.rows_per_pass ({self.update.rows_per_pass})"
             )
         self._weight_sync_fits()
-        trains_designer = not (self.ablations.frozen_designer or self.ablations.fixed_pool)
-        if trains_designer and self.designer.temperature != self.agent.temperature:
+        if self.trains_designer and self.designer.temperature != self.agent.temperature:
             raise ValueError(
                 f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "
                 f"({self.agent.temperature}): the trainer scores every row at one temperature"
@@ -268,12 +272,20 @@ class TrainConfig(_Section):
                 "the unrestricted one under a grammar: with agent.call_schema and update.grammar_logprobs="
                 "restricted, set update.importance_sampling=off"
             )
-        if self.update.rows_per_update < self.designer.generations:
-            raise ValueError(
-                f"update.rows_per_update ({self.update.rows_per_update}) must hold one designer group "
-                f"(designer.generations = {self.designer.generations})"
-            )
         return self
+
+    @property
+    def trains_designer(self) -> bool:
+        """Whether the designer's rows reach the updates (not in the fixed-pool or frozen-designer ablations)."""
+        return not (self.ablations.frozen_designer or self.ablations.fixed_pool)
+
+    @property
+    def update_rows(self) -> dict[str, int]:
+        """Rows of each role in one update: the agent's `update.rows_per_update` and, when the designer trains,
+        room for every design of an iteration on top. Sharing one budget, the designer's group took the place
+        of an agent group in a spade run's update and not in its ablations' (every run up to d4ff634)."""
+        designs = self.designer.documents * self.designer.generations if self.trains_designer else 0
+        return {"agent": self.update.rows_per_update, "designer": designs}
 
     def _weight_sync_fits(self) -> None:
         policy = self.policy

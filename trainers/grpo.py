@@ -19,7 +19,7 @@ import queue
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -128,14 +128,15 @@ class RowFeed:
             raise TimeoutError(f"the trainer did not finish an update within {timeout:g} s") from None
 
 
-def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[TrainingRow]:
-    """Exactly `size` rows for one update: whole groups with a learning signal while they fit, then padding.
+def fit_batch(rows: list[TrainingRow], budget: Mapping[str, int], rng: random.Random) -> list[TrainingRow]:
+    """Exactly `sum(budget.values())` rows for one update: whole groups with a learning signal while each role's
+    rows fit its budget (`TrainConfig.update_rows`), then padding.
 
     A group whose advantages are all 0 (its rewards were equal) adds nothing to the gradient, so it is left
     out rather than paid for with a forward and backward pass; groups are taken in random order, and the
     rows of groups that do not fit are left for no one (an update has a fixed size: size it to the
-    iteration's yield). The rest is padding: one-token rows with nothing in the loss, which cost a
-    forward pass of two tokens.
+    iteration's yield). Each role has its own budget, so the designer's rows never take the agent's place.
+    The rest is padding: one-token rows with nothing in the loss, which cost a forward pass of two tokens.
     """
     groups: dict[str, list[TrainingRow]] = {}
     for row in rows:
@@ -143,14 +144,17 @@ def fit_batch(rows: list[TrainingRow], size: int, rng: random.Random) -> list[Tr
     order = [name for name in groups if any(row.advantage for row in groups[name])]
     rng.shuffle(order)
     chosen: list[TrainingRow] = []
+    taken: Counter[str] = Counter()
     for name in order:
-        if len(chosen) + len(groups[name]) <= size:
+        role = groups[name][0].role
+        if taken[role] + len(groups[name]) <= budget.get(role, 0):
             chosen += groups[name]
+            taken[role] += len(groups[name])
     if not chosen and order:
-        raise ValueError(
-            f"no group fits in an update of {size} rows (the smallest has {min(len(groups[n]) for n in order)})"
-        )
-    return chosen + [padding_row(rows[0])] * (size - len(chosen))
+        smallest = min(order, key=lambda name: len(groups[name]))
+        raise ValueError(f"no group fits in an update of {dict(budget)} rows per role (the smallest, "
+                         f"{smallest!r}, has {len(groups[smallest])})")  # fmt: skip
+    return chosen + [padding_row(rows[0])] * (sum(budget.values()) - len(chosen))
 
 
 class SaveWhenAsked:
@@ -182,12 +186,12 @@ class Learner:
     optimizer, scheduler and RNG as they were after its update.
     """
 
-    def __init__(self, trainer: Any, feed: RowFeed, sync: Any | None, rows_per_update: int, seed: int = 0,
+    def __init__(self, trainer: Any, feed: RowFeed, sync: Any | None, budget: Mapping[str, int], seed: int = 0,
                  resume_from: Path | None = None, updates_done: int = 0) -> None:  # fmt: skip
         self.trainer = trainer
         self.feed = feed
         self.sync = sync
-        self.rows_per_update = rows_per_update
+        self.budget = dict(budget)  # rows per role in one update; their sum is the trainer's rows_per_update
         self.seed = seed
         self.updates = updates_done
         self.trained_tokens = 0  # in the newest update's rows, padding left out
@@ -217,7 +221,7 @@ class Learner:
         rng = random.Random(f"{self.seed}/batch/{self.updates}")  # the same batch on a resumed run
         if checkpoint:
             self._saver.asked.set()
-        batch = fit_batch(rows, self.rows_per_update, rng)
+        batch = fit_batch(rows, self.budget, rng)
         self.trained_tokens = sum(
             len(row.prompt_ids) + len(row.completion_ids) for row in batch if row.group != PADDING_GROUP
         )

@@ -4,8 +4,11 @@ A row is one sampled sequence exactly as the server produced it: the first promp
 after it (the model's own tokens, and the tool results and template glue between turns), with a mask that
 keeps only the model's tokens in the loss and the logprobs the server sampled them with. Nothing is
 re-tokenised here: a trace that drifted (the server re-rendered history) is left out and counted, never
-repaired. Rows are grouped the way GRPO compares them: the agent's plays of one task in one hint
-condition, the designer's generations for one document.
+repaired. Rows are grouped the way GRPO compares them: the agent's plays of one world in one hint condition
+that open on the same prompt ids (one reference task's K plays; a designed world's K plays on seeds 0..K-1,
+which open alike when the seed changes only its hidden state), the designer's generations for one document.
+Grouped by seed instead, a designed world's plays were groups of one with no advantage, and the agent never
+learned from a designed world (every run up to d4ff634).
 
 Advantages are centred within each group and scaled per role, so the designer's regret (often near 0)
 and the agent's scores (0..1) each get unit scale instead of one role drowning the other.
@@ -13,7 +16,9 @@ and the agent's scores (0..1) each get unit scale instead of one role drowning t
 
 from __future__ import annotations
 
+import hashlib
 import statistics
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -94,10 +99,14 @@ def agent_rows(records: Iterable[EpisodeRecord]) -> tuple[list[TrainingRow], Ski
             continue
         trace = _usable(record.tokens, skipped)
         if trace is not None:
-            key = record.key
-            group = f"agent/{key.world}/{key.seed}/{'hinted' if key.hinted else 'plain'}"
-            rows.append(_row("agent", group, trace, record.reward))
+            rows.append(_row("agent", agent_group(record, trace), trace, record.reward))
     return rows, skipped
+
+
+def agent_group(record: EpisodeRecord, trace: TokenTrace) -> str:
+    """The GRPO group of an agent play: its world, hint condition and opening prompt (ids, digested)."""
+    opening = hashlib.blake2b(array("q", trace.prompt_ids).tobytes(), digest_size=8).hexdigest()
+    return f"agent/{record.key.world}/{'hinted' if record.key.hinted else 'plain'}/{opening}"
 
 
 def designer_rows(outcomes: Iterable[Any]) -> tuple[list[TrainingRow], Skipped]:

@@ -103,7 +103,7 @@ def train(
     update = update_settings(config)
     if update.rows_per_update % (update.rows_per_pass * ranks.world):
         raise typer.BadParameter(
-            f"update.rows_per_update ({update.rows_per_update}) must split evenly over {ranks.world} processes of "
+            f"the rows of one update, {config.update_rows}, must split evenly over {ranks.world} processes of "
             f"update.rows_per_pass ({update.rows_per_pass}) rows",
             param_hint="--set update.rows_per_update",
         )
@@ -279,7 +279,7 @@ async def _run(
     feed = BroadcastRowFeed(ranks) if ranks.world > 1 else RowFeed()
     trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / TRAINER_DIR, config.run.iterations,
                            processes=ranks.world)  # fmt: skip
-    learner = Learner(trainer, feed, sync, config.update.rows_per_update, config.run.seed,
+    learner = Learner(trainer, feed, sync, config.update_rows, config.run.seed,
                       resume_from=checkpoint, updates_done=state.updates if state else 0)  # fmt: skip
     try:
         async with AsyncExitStack() as stack:
@@ -322,9 +322,10 @@ def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSe
 
 
 def update_settings(config: TrainConfig) -> UpdateSettings:
-    """The update's knobs as the trainer takes them; it scores rows at the agent's sampling temperature."""
+    """The update's knobs as the trainer takes them: its batch holds both roles' rows (`update_rows`), scored at the
+    agent's sampling temperature."""
     knobs = config.update
-    return UpdateSettings(rows_per_update=knobs.rows_per_update, rows_per_pass=knobs.rows_per_pass,
+    return UpdateSettings(rows_per_update=sum(config.update_rows.values()), rows_per_pass=knobs.rows_per_pass,
                           learning_rate=knobs.learning_rate, beta=knobs.beta, epsilon=knobs.epsilon,
                           steps_per_batch=knobs.steps_per_batch,
                           max_completion_length=knobs.max_completion_length,

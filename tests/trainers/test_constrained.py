@@ -196,7 +196,7 @@ def test_a_row_the_trainer_cannot_read_costs_that_row_not_the_update(policy: tup
     feed = RowFeed(wait_seconds=60)
     settings = UpdateSettings(rows_per_update=4, temperature=TEMPERATURE, gradient_checkpointing=False)
     trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
-    learner = Learner(trainer, feed, None, rows_per_update=4)
+    learner = Learner(trainer, feed, None, {"agent": 4})
     with capture_logs() as logs:
         learner.update(with_advantages(rows, scale="group"))
     learner.close()

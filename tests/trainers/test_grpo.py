@@ -82,7 +82,7 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(
     initial = model.lm_head.weight.detach().clone()
     feed, sync = RowFeed(wait_seconds=60), RecordingSync()
     trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(rows_per_update=4, learning_rate=1e-3), tmp_path, 2)
-    learner = Learner(trainer, feed, sync, rows_per_update=4)
+    learner = Learner(trainer, feed, sync, {"agent": 4})
     for _ in range(2):
         learner.update(with_advantages(rows, scale="group"))
     learner.close()
@@ -106,7 +106,7 @@ def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_las
     feed, sync = RowFeed(wait_seconds=60), RecordingSync()
     settings = UpdateSettings(rows_per_update=4, learning_rate=1e-3, steps_per_batch=2, gradient_checkpointing=False)
     trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 2)
-    learner = Learner(trainer, feed, sync, rows_per_update=4)
+    learner = Learner(trainer, feed, sync, {"agent": 4})
     first = learner.update(with_advantages(rows, scale="group"), checkpoint=True)
     assert trainer.state.global_step == 2 and feed.batches == 1, "one batch of rows, two optimiser steps on it"
     assert first is not None and first.name == "checkpoint-2", "the checkpoint waits for the batch's last step"
@@ -125,20 +125,42 @@ def test_fit_batch_takes_whole_groups_with_signal_and_pads_with_empty_rows() -> 
     rows = [TrainingRow(role="agent", group=f"g{i // 3}", prompt_ids=[1, 5], completion_ids=[2, 3],
                         logprobs=[0.0] * 2, env_mask=[1, 1], reward=float(i % 3), advantage=float(i % 3) - 1)
             for i in range(9)]  # fmt: skip
-    batch = fit_batch(rows, 8, random.Random(0))
+    batch = fit_batch(rows, {"agent": 8}, random.Random(0))
     assert len(batch) == 8
     real = [row for row in batch if row.group != "padding"]
     assert len(real) == 6 and len({row.group for row in real}) == 2, "whole groups only: two of three fit"
     padding = [row for row in batch if row.group == "padding"]
     assert all(row.prompt_ids == [1] and row.completion_ids == [2] and row.env_mask == [0] for row in padding)
-    with pytest.raises(ValueError, match="no group fits in an update of 2 rows"):
-        fit_batch(rows, 2, random.Random(0))
+    with pytest.raises(ValueError, match=r"no group fits in an update of \{'agent': 2\} rows per role"):
+        fit_batch(rows, {"agent": 2}, random.Random(0))
     # a group with no signal (equal rewards, advantages 0) is never trained on: it would cost a pass for nothing
     flat = [row.model_copy(update={"group": "flat", "advantage": 0.0}) for row in rows[:3]]
     for seed in range(20):
-        picked = fit_batch(flat + rows[3:], 9, random.Random(seed))
+        picked = fit_batch(flat + rows[3:], {"agent": 9}, random.Random(seed))
         assert {row.group for row in picked} == {"g1", "g2", "padding"}
-    assert {row.group for row in fit_batch(flat, 4, random.Random(0))} == {"padding"}
+    assert {row.group for row in fit_batch(flat, {"agent": 4}, random.Random(0))} == {"padding"}
+
+
+def test_the_designers_rows_never_take_the_agents_place_in_an_update() -> None:
+    """Two agent groups of 4 and a designer group of 2, with 8 agent rows and 2 designer rows an update: both
+    agent groups are trained on in every order. With one budget of 8 for both roles (every run up to d4ff634),
+    the designer's group, when drawn first, left room for one agent group only."""
+    import random
+
+    from engine.trajectory import Role
+
+    def group(role: Role, name: str, size: int) -> list[TrainingRow]:
+        return [TrainingRow(role=role, group=name, prompt_ids=[1], completion_ids=[2], logprobs=[0.0], env_mask=[1],
+                            reward=float(i % 2), advantage=float(i % 2) - 0.5) for i in range(size)]  # fmt: skip
+
+    rows = group("agent", "a1", 4) + group("agent", "a2", 4) + group("designer", "d", 2)
+    for seed in range(20):
+        batch = fit_batch(rows, {"agent": 8, "designer": 2}, random.Random(seed))
+        assert len(batch) == 10 and {row.group for row in batch} == {"a1", "a2", "d"}
+    frozen = fit_batch(rows, {"agent": 8, "designer": 0}, random.Random(0))  # the ablation: no designer budget
+    assert {row.group for row in frozen} == {"a1", "a2"}
+    trained = [[r.group for r in fit_batch(rows, {"agent": 8, "designer": 8}, random.Random(s))] for s in range(20)]
+    assert all(groups.count("a1") + groups.count("a2") == 8 for groups in trained)
 
 
 def token_logprobs(model: Any, prompt: list[int], completion: list[int]) -> list[float]:

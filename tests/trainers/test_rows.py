@@ -37,10 +37,14 @@ async def test_rows_are_the_stored_traces_with_infra_failures_masked(tmp_path: P
     assert failed, "no request failed: the fault rate must be high enough for this test to mean anything"
     assert len(rows) + len(failed) == len(records) == 24
     assert sum(skipped.reasons.values()) == len(failed)
-    by_key = {f"agent/{r.key.world}/{r.key.seed}/{'hinted' if r.key.hinted else 'plain'}": r for r in records}
+    usable = [r for r in records if r.status != "infra_error"]
+    tasks: dict[str, set[tuple[int, bool]]] = {}  # each group: the (seed, hinted) of its plays
+    for record, row in zip(usable, rows, strict=True):
+        tasks.setdefault(row.group, set()).add((record.key.seed, record.key.hinted))
+    assert all(len(found) == 1 for found in tasks.values()), tasks  # orders' tasks open on their own prompts
     for row in rows:
         assert len(row.completion_ids) == len(row.env_mask) == len(row.logprobs)
-        assert row.group in by_key and 0.0 <= row.reward <= 1.0
+        assert 0.0 <= row.reward <= 1.0
         assert sum(row.env_mask) > 0
         assert all(value == 0.0 for value, keep in zip(row.logprobs, row.env_mask, strict=True) if not keep)
     assert any(0 in row.env_mask for row in rows)  # tool results between turns stay out of the loss
@@ -61,6 +65,30 @@ def test_drifted_and_tokenless_traces_are_counted_not_used() -> None:
     assert len(rows) == 1 and rows[0].logprobs == [None, 0.0]  # unknown: TRL gives that token no IS weight
     assert sorted(skipped.reasons) == ["no token ids (play in tokens mode, or chat mode with --token-ids)",
                                        "token drift (the held ids are not what the server sampled)"]  # fmt: skip
+
+
+def test_plays_that_open_alike_are_one_group_whatever_their_seed() -> None:
+    """A designed world is played on seeds 0..K-1 to measure its win rate; when the seed changes only its hidden
+    state, the plays open on one prompt and are one GRPO group, so a world the agent sometimes solves teaches
+    it. Grouped by seed (every run up to d4ff634), each play was a group of one, with no advantage."""
+    from engine.trajectory import EpisodeKey, EpisodeRecord
+
+    def play(seed: int, hinted: bool, opening: list[int], reward: float) -> EpisodeRecord:
+        trace = TokenTrace(prompt_ids=opening, completion_ids=[7, 8], loss_mask=[1, 1], logprobs=[-0.5, -0.5])
+        key = EpisodeKey(world="worlds/abc.json", seed=seed, sample=0, hinted=hinted)
+        return EpisodeRecord(run="r", key=key, mode="tokens", model="m", status="ok", reward=reward, messages=[],
+                             turns=[], tokens=trace, started_at=0.0, duration_s=0.0)  # fmt: skip
+
+    plain, hinted, other = [1, 2, 3], [1, 2, 3, 4], [1, 2, 5]
+    records = [play(seed, False, plain, reward) for seed, reward in enumerate([0.0, 1.0, 0.0, 0.0])]
+    records += [play(seed, True, hinted, 1.0) for seed in range(4)]
+    records += [play(4, False, other, 1.0)]  # a seed whose opening differs: a group of its own
+    found, _ = agent_rows(records)
+    assert [len({r.group for r in found[:4]}), len({r.group for r in found[4:8]})] == [1, 1]
+    assert len({found[0].group, found[4].group, found[8].group}) == 3
+    scored = with_advantages(found)
+    assert scored[1].advantage > 0 > scored[0].advantage  # the one solved play is pushed up, the rest down
+    assert all(row.advantage == 0 for row in scored[4:])  # all hinted plays solved; the lone one: no signal
 
 
 def rows(role: str, group: str, rewards: list[float]) -> list[TrainingRow]:

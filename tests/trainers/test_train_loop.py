@@ -139,6 +139,10 @@ async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_ur
         assert not designs and all(r["rows"] == {"agent": 4, "designer": 0} for r in reports)
         return
     assert len(designs) == 4
+    # agent groups: the reference task's two (one per hint condition) and the designed world's two (both designs
+    # are the scripted model's one world; its plays on seeds 0 and 1 open alike, so they are one group a side,
+    # not four groups of one); and the designer's group where it trains
+    assert all(r["groups"] == 4 + (ablation != "frozen_designer") for r in reports)
     if ablation == "frozen_designer":
         assert all(r["rows"]["designer"] == 0 and r["rows"]["agent"] == 12 for r in reports)
     else:
