@@ -47,7 +47,7 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -323,8 +323,10 @@ def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord
         "steps_per_batch": setting.steps_per_batch,
     }
     knobs = config.update.model_copy(update=changed)
-    agent_only = config.ablations.model_copy(update={"frozen_designer": True})  # agent rows only: no designer budget
-    settings = update_settings(config.model_copy(update={"update": knobs, "ablations": agent_only}))
+    # the sweep trains the agent's rows only: no room for designer rows in its updates
+    settings = replace(
+        update_settings(config.model_copy(update={"update": knobs})), rows_per_update=knobs.rows_per_update
+    )
     batches = update_batches(grouped(train, setting.group_size), settings.rows_per_update, updates)
     model, tokenizer = load_policy(resolve_gguf(config.policy.model), None, None)
     feed = RowFeed()

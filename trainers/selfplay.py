@@ -240,7 +240,7 @@ class SelfPlay:
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)
         rows, skipped = agent_rows(records)
-        if designed is not None and not self.config.ablations.frozen_designer:
+        if designed is not None and self.config.trains_designer:
             more, also = designer_rows(designed.outcomes)
             rows += more
             skipped.reasons.update(also.reasons)
@@ -265,16 +265,16 @@ class SelfPlay:
         plays so far, else from this iteration's, else from the run's)."""
         target = self.compute_target
         tasks = 0 if target else self.config.agent.reference_tasks + extra
-        done = now = ours = Compute()  # with a target: this run's agent compute so far, this iteration's, this call's
+        earlier = now = ours = Compute()  # with a target: earlier iterations' agent compute, this one's, this call's
         if target is not None:
-            earlier = [Compute(r.agent_episodes or 0, r.agent_tokens or 0) for r in read_iterations(self.out)
-                       if r.iteration < index]  # fmt: skip
+            earlier = sum((Compute(r.agent_episodes or 0, r.agent_tokens or 0) for r in read_iterations(self.out)
+                           if r.iteration < index), Compute())  # fmt: skip
             now = agent_compute(played or [])
-            done = sum(earlier, now)
 
         def more(task: int) -> bool:
             if target is None:
                 return task < tasks
+            done = earlier + now
             rate = next((c.tokens / c.episodes for c in (ours, now, done) if c.episodes), None)
             return target.wants_more(index, done, task_episodes=2 * self.config.agent.plays, tokens_per_episode=rate)
 
@@ -298,7 +298,7 @@ class SelfPlay:
             records += played_now
             if target is not None:
                 spent = agent_compute(played_now)
-                done, now, ours = done + spent, now + spent, ours + spent
+                now, ours = now + spent, ours + spent
             task += 1
         return records
 
