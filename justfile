@@ -104,6 +104,10 @@ train-selfplay *flags="": model
     spadework train --preset cpu-selfplay --out "$run" {{flags}}
     spadework report "$run"
 
+# Who learned in a self-play run, designer or agent: its first and last policy design and play each other's worlds.
+who-learned run *flags="": model
+    python benchmarks/who_learned.py --run {{run}} {{flags}}
+
 # SPADE against its ablations (fixed-pool, frozen-designer) at equal agent episodes and sampled tokens (the other arms
 # follow the spade arm of their seed: agent.compute_from), 2 seeds each, the untrained
 # policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 25 held-out tasks per world. At 30 tasks it

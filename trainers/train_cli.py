@@ -243,39 +243,8 @@ async def _run(
     # An episode that fills a slot's context ends on its state, not in a request the server refuses.
     context = server.settings.context if server is not None else None
     agent = agent_settings(config, name, tokenizer, sampling, completions, context)
-    grammar, constraint = design_constraint(config.designer.format, tokens=bool(tokenizer))
-    designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=name, max_turns=1,
-                               max_tokens_per_turn=config.designer.max_tokens, extra_body={**sampling, **constraint},
-                               grammar=grammar, completions=completions,
-                               temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
-    settings = DesignSettings(
-        documents=config.designer.documents,
-        generations=config.designer.generations,
-        plays=config.agent.plays,
-        smoke_seeds=config.designer.smoke_seeds,
-        designer=designer,
-        agent=agent,
-        reward=RewardSettings(
-            mode=config.designer.reward,
-            plateau=config.designer.plateau,
-            plateau_weight=config.designer.plateau_weight,
-            win=config.designer.win,
-            invalid_penalty=config.designer.invalid_penalty,
-        ),
-        memory_examples=0 if config.ablations.no_memory else 1,
-        format=config.designer.format,
-        task_text=config.designer.task_text,
-        tool_text=config.designer.tool_text,
-        key_choices=config.designer.key_choices,
-        plans=config.designer.plans,
-        plan_calls=config.designer.plan_calls,
-        vocabulary=config.designer.vocabulary,
-        max_failed_share=config.run.max_failed_share,
-        # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
-        # shares the longest prefix with it, so each episode finds its own history there and a turn reads only
-        # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).
-        concurrency=config.policy.parallel if server is not None else DesignSettings.concurrency,
-    )
+    parallel = server.settings.parallel if server is not None else None
+    settings = design_settings(config, agent, name, tokenizer, sampling, completions, parallel)
     feed = BroadcastRowFeed(ranks) if ranks.world > 1 else RowFeed()
     trainer = grpo_trainer(model, hf_tokenizer, feed, update, out / TRAINER_DIR, config.run.iterations,
                            processes=ranks.world)  # fmt: skip
@@ -305,6 +274,46 @@ def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: di
                            max_tokens_per_turn=knobs.max_tokens_per_turn, max_episode_tokens=context,
                            call_schema=knobs.call_schema, temperature=knobs.temperature, tokenizer=tokenizer,
                            extra_body=sampling, completions=completions)  # fmt: skip
+
+
+def design_settings(config: TrainConfig, agent: EpisodeSettings, model: str, tokenizer: str,
+                    sampling: dict[str, object], completions: Completions,
+                    parallel: int | None) -> DesignSettings:  # fmt: skip
+    """How this run's designer writes worlds and how its worlds are played and paid; `parallel`: the embedded
+    server's slots (None when vLLM endpoints serve the policy)."""
+    grammar, constraint = design_constraint(config.designer.format, tokens=bool(tokenizer))
+    designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=model, max_turns=1,
+                               max_tokens_per_turn=config.designer.max_tokens, extra_body={**sampling, **constraint},
+                               grammar=grammar, completions=completions,
+                               temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
+    return DesignSettings(
+        documents=config.designer.documents,
+        generations=config.designer.generations,
+        plays=config.agent.plays,
+        smoke_seeds=config.designer.smoke_seeds,
+        designer=designer,
+        agent=agent,
+        reward=RewardSettings(
+            mode=config.designer.reward,
+            plateau=config.designer.plateau,
+            plateau_weight=config.designer.plateau_weight,
+            win=config.designer.win,
+            invalid_penalty=config.designer.invalid_penalty,
+        ),
+        memory_examples=0 if config.ablations.no_memory else 1,
+        format=config.designer.format,
+        task_text=config.designer.task_text,
+        tool_text=config.designer.tool_text,
+        key_choices=config.designer.key_choices,
+        plans=config.designer.plans,
+        plan_calls=config.designer.plan_calls,
+        vocabulary=config.designer.vocabulary,
+        max_failed_share=config.run.max_failed_share,
+        # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
+        # shares the longest prefix with it, so each episode finds its own history there and a turn reads only
+        # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).
+        concurrency=parallel if parallel is not None else DesignSettings.concurrency,
+    )
 
 
 def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSettings, ranks: Ranks,

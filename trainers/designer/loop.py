@@ -289,10 +289,19 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directo
     spec = verdict.local is not None  # a spec world runs here; Python only in the sandbox
     path = worlds / f"{digest[:16]}.{'json' if spec else 'py'}"
     path.write_text(verdict.source)
+    environments = LocalWorlds(str(path)) if spec else SandboxWorlds(run.sandbox, verdict.world)
+    return await play_both_ways(run, path, environments, directory)
+
+
+async def play_both_ways(
+    run: DesignRun, path: Path, environments: LocalWorlds | SandboxWorlds, directory: Path
+) -> tuple[Regret, str | None]:
+    """The world at `path` played K times without and K times with its hint by whoever serves `run.endpoints`,
+    stored under `directory`: its regret, and how its own code failed in a play (or None). A world written in an
+    earlier run can be played again by another policy this way (`benchmarks/who_learned.py`)."""
     plan = RolloutPlan(
         run=run.run, world=str(path), tasks=run.settings.plays, hints="both", settings=run.settings.agent
     )
-    environments = LocalWorlds(str(path)) if spec else SandboxWorlds(run.sandbox, verdict.world)
     with TrajectoryStore.open(directory, plan) as store:
         await run_rollout(plan, store, run.endpoints, environments, run.settings.concurrency)
     records = require_played(list(read_records(directory)), run.settings.max_failed_share, endpoint_only=True)
