@@ -302,6 +302,19 @@ async def replay(config: TrainConfig, gguf: Path, designer: Path, agent: str) ->
     return scored
 
 
+def claim(out: Path, plan: dict[str, Any]) -> None:
+    """A rerun continues the cross in `out` only for the same run, trained weights and seed (more iterations
+    may be asked for): designs drawn otherwise would not be one cross."""
+    path = out / "plan.json"
+    if path.exists():
+        changed = sorted(key for key, value in json.loads(path.read_text()).items() if plan.get(key) != value)
+        if changed:
+            raise CrossError(f"{out} holds a cross of another run or seed (differs in: {', '.join(changed)}); "
+                             "give a new --out")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, required=True, help="A finished `spadework train` run directory.")
@@ -317,8 +330,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"who_learned: {error}", file=sys.stderr)
         return 2
     out: Path = args.out or args.run / "who-learned"
-    out.mkdir(parents=True, exist_ok=True)
     seed = config.run.seed + 1 if args.seed is None else args.seed
+    try:
+        claim(out, {"run": str(args.run.resolve()), "trained": trained.name, "seed": seed})
+    except CrossError as error:
+        print(f"who_learned: {error}", file=sys.stderr)
+        return 2
     weights = {"untrained": export_untrained(config, out / "untrained.gguf"), "trained": trained}
     cells: Cells = {}
     for designer in POLICIES:

@@ -15,6 +15,7 @@ from benchmarks.who_learned import (
     CrossError,
     Scored,
     cell_row,
+    claim,
     effects,
     main,
     own_plays,
@@ -148,3 +149,12 @@ def test_the_cross_on_the_embedded_model(tmp_path: Path) -> None:
         assert all(len(path.read_text().splitlines()) == 4 for path in played)  # 2 plays a side
     assert "the designer learned" in (out / "cross.md").read_text()
     assert main(["--run", str(run), "--iterations", "1"]) == 0  # read back, not played again
+
+
+def test_a_cross_continues_only_for_the_run_and_seed_it_started_with(tmp_path: Path) -> None:
+    out = tmp_path / "cross"
+    claim(out, {"run": "/runs/a", "trained": "policy-v00010.gguf", "seed": 1})
+    claim(out, {"run": "/runs/a", "trained": "policy-v00010.gguf", "seed": 1})  # the same cross, resumed
+    with pytest.raises(CrossError, match="differs in: seed"):
+        claim(out, {"run": "/runs/a", "trained": "policy-v00010.gguf", "seed": 2})
+    assert json.loads((out / "plan.json").read_text())["seed"] == 1  # what was there stays
