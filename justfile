@@ -110,10 +110,9 @@ who-learned run *flags="": model
 
 # SPADE against its ablations (fixed-pool, frozen-designer) at equal agent episodes and sampled tokens (the other arms
 # follow the spade arm of their seed: agent.compute_from), 2 seeds each, the untrained
-# policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 25 held-out tasks per world. At 30 tasks it
-# measured 2 h 28 min and 2 h 31 min whole on fresh clones (2026-12-04/05), no margin under its 2.5 hours;
-# evaluation was ~60 of those minutes, so 25 tasks should end near 2 h 18 min (not yet measured whole). One table (also
-# OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired differences; the same command on the
+# policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 25 held-out tasks per world: 1 h 52 min whole
+# with the install on a fresh clone (2026-12-05; at 30 tasks, 2 h 28 and 2 h 31 min, no margin under 2.5 hours).
+# One table (also OUT/compare.md) with each arm's lift, pooled over seeds, and spade's paired differences; the same command on the
 # same OUT resumes a killed arm. `--seeds 3 --set run.iterations=5` for more.
 train-tools-compare out="runs/compare" *flags="": model
     #!/usr/bin/env bash
