@@ -42,7 +42,7 @@ def test_overrides_are_typed_and_validated() -> None:
         (["plays=3"], "write section.knob=value"),
         (["designer.plateau=[0.8, 0.2]"], "designer.plateau must satisfy 0 <= low <= high <= 1"),
         (["ablations.fixed_pool=true", "agent.reference_tasks=0"], "agent.reference_tasks must be > 0"),
-        (["update.rows_per_pass=4"], "{'agent': 8, 'designer': 2}, must add up to a multiple of update.rows_per_pass"),
+        (["update.rows_per_pass=5"], "{'agent': 8, 'designer': 4}, must add up to a multiple of update.rows_per_pass"),
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=reload"], "cannot serve policy.endpoints"),
         (["policy.weight_sync=vllm-nccl"], "policy.weight_sync=vllm-nccl pushes to vLLM: give policy.endpoints"),
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=vllm-lora"], "set policy.lora_rank > 0"),
@@ -59,8 +59,8 @@ def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], 
 
 def test_the_designers_rows_come_on_top_of_the_agents_in_an_update() -> None:
     """Every arm of a comparison gives its agent `update.rows_per_update` rows; only the arm whose designer trains
-    adds room for its designs (cpu-tiny: 1 document x 2; cpu-selfplay: 2 x 4)."""
-    assert load_config("cpu-tiny").update_rows == {"agent": 8, "designer": 2}
+    adds room for its designs (cpu-tiny: 1 document x 4; cpu-selfplay: 2 x 4)."""
+    assert load_config("cpu-tiny").update_rows == {"agent": 8, "designer": 4}
     assert load_config("cpu-selfplay").update_rows == {"agent": 8, "designer": 8}
     for ablation in ("frozen_designer", "fixed_pool"):
         assert load_config("cpu-tiny", [f"ablations.{ablation}=true"]).update_rows == {"agent": 8, "designer": 0}
