@@ -308,8 +308,8 @@ CPU_TINY: dict[str, Any] = {
     # pooled: 29 of 32 designs valid and grounded against 11 of 32, as many at the frontier (docs/guide.md)
     # task_text=derived, plan_calls=1: a one-call task that trusted code words from the plan; pre-registered A/B,
     # two seeds pooled: 16 of 29 valid worlds at the frontier against 3 of 30, groups with spread 8 of 8 against 3
-    # generations=4: groups of 4 designs, 16 worlds a run, so the designer's targets are counted over more than
-    # 8 worlds; pre-registered and measured in run 24 (docs/runs.md)
+    # generations=4: groups of 4 designs, 16 worlds a run, so the designer's targets are counted over more than 8;
+    # pre-registered, measured in run 24 (docs/runs.md): 35 min with the install, 11 of 16 worlds at the frontier
     "designer": {"format": "spec", "max_tokens": 768, "temperature": 0.7, "reward": "band", "win": "credit",
                  "vocabulary": "document", "task_text": "derived", "plan_calls": 1, "generations": 4},
     "update": {"rows_per_update": 8, "learning_rate": 5e-5, "gradient_checkpointing": False,
@@ -330,8 +330,8 @@ QWEN3_4B = "Qwen/Qwen3-4B-Instruct-2507"
 PRESETS: dict[str, dict[str, Any]] = {
     "cpu-tiny": CPU_TINY,
     # The designer's learning, shown (`just train-selfplay`, at most 2 hours on 2 cores): cpu-tiny with more
-    # iterations and two documents of four designs each per iteration (GRPO groups of 4, as cpu-tiny's), so a third of the run
-    # holds enough worlds to compare with another; a small held-out suite, since the agent's lift is the main
+    # iterations and two documents of four designs each per iteration (groups of 4, as cpu-tiny's), so a third of
+    # the run holds enough worlds to compare with another; a small held-out suite, since the agent's lift is the main
     # job's measurement, not this one's.
     "cpu-selfplay": _overlaid(CPU_TINY, {
         "agent": {"reference_tasks": 2},
