@@ -126,6 +126,7 @@ def test_runs_the_cross_cannot_serve_are_refused_by_name(tmp_path: Path, overrid
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two designers' worlds, each played by both policies, on 2 cores
 def test_the_cross_on_the_embedded_model(tmp_path: Path) -> None:
     """A run directory holding the cpu-tiny config (one document, two designs, two plays a side) and, as its
     "trained" policy, the embedded default GGUF: both designers write, both agents play every valid world."""
