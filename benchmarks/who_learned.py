@@ -41,17 +41,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import typer
 
 from engine.endpoints import EndpointPool
 from engine.environments import LocalWorlds
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
-from engine.local_models import DEFAULT_MODEL, resolve_gguf
 from toolworlds.sandbox import SandboxPool
 from trainers.config import TrainConfig, resumed_config
 from trainers.corpus import Corpus, open_source
 from trainers.designer.loop import (
     DesignOutcome,
     DesignRun,
+    DesignSettings,
     completed_iterations,
     play_both_ways,
     read_designs,
@@ -63,7 +64,7 @@ from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import designer_reward
 from trainers.run_state import WEIGHTS_DIR
 from trainers.stats import bootstrap_difference, bootstrap_mean
-from trainers.train_cli import agent_settings, design_settings
+from trainers.train_cli import agent_settings, design_settings, policy_source
 
 POLICIES = ("untrained", "trained")
 
@@ -180,19 +181,19 @@ def _interval(value: tuple[float, float, float] | None) -> str:
     return "-" if value is None else f"{value[0]:+.3f} [{value[1]:+.3f}, {value[2]:+.3f}]"
 
 
-def own_plays(designs: Sequence[DesignOutcome], penalty: float) -> list[Scored]:
-    """A designer's replies as its own run paid them; a reply the endpoint never answered, or whose plays were
-    masked, is left out."""
-    scored = []
-    for design in designs:
-        if design.reward is None:
-            continue
-        if design.regret is None:  # invalid, or broken in play
-            scored.append(Scored(design.sample.key, design.reward))
-        else:
-            scored.append(Scored(design.sample.key, design.reward, design.regret, design.mean_plain,
-                                 design.mean_hinted))  # fmt: skip
-    return scored
+def paid(design: DesignOutcome) -> Scored | None:
+    """A reply as its designer's run paid it; None for one the endpoint never answered or whose plays were masked,
+    which that run leaves out too."""
+    if design.reward is None:
+        return None
+    if design.regret is None:  # invalid, or broken in play
+        return Scored(design.sample.key, design.reward)
+    return Scored(design.sample.key, design.reward, design.regret, design.mean_plain, design.mean_hinted)
+
+
+def own_plays(designs: Sequence[DesignOutcome]) -> list[Scored]:
+    """A designer's replies as its own plays scored them (the diagonal of the cross)."""
+    return [scored for design in designs if (scored := paid(design)) is not None]
 
 
 def trained_weights(run: Path) -> Path:
@@ -207,7 +208,8 @@ def trained_weights(run: Path) -> Path:
     return versions[-1][1]
 
 
-def run_config(run: Path) -> TrainConfig:
+def run_config(run: Path) -> tuple[TrainConfig, Path]:
+    """The run's config and the GGUF its policy started from, or why the cross cannot be made from it."""
     config = resumed_config(run / "config.json")
     if config.policy.endpoints or config.policy.lora_rank:
         raise CrossError(
@@ -218,15 +220,13 @@ def run_config(run: Path) -> TrainConfig:
         raise CrossError("the cross replays spec worlds in this process: the run's designer.format is not spec")
     if config.ablations.fixed_pool:
         raise CrossError("a fixed-pool run has no designer to cross")
-    return config
+    source = policy_source(config)
+    if not isinstance(source, Path) or source.suffix != ".gguf":
+        raise CrossError(f"the run's policy.model {config.policy.model!r} is not a GGUF the embedded server runs")
+    return config, source
 
 
-def base_source(config: TrainConfig) -> Path:
-    model = config.policy.model
-    return resolve_gguf(model) if model == DEFAULT_MODEL or model.endswith(".gguf") else Path(model)
-
-
-def export_untrained(config: TrainConfig, path: Path) -> Path:
+def export_untrained(source: Path, path: Path) -> Path:
     """The run's base weights as the run served them before any update (`GGUFReloadSync.start`: an f16 export,
     not the quantized base file)."""
     if path.exists():
@@ -234,7 +234,6 @@ def export_untrained(config: TrainConfig, path: Path) -> Path:
     from trainers.checkpoint import load_policy
     from trainers.gguf_export import export_gguf, merged_weights
 
-    source = base_source(config)
     model, _ = load_policy(source, None, None)
     with merged_weights(model) as weights:
         export_gguf(weights, source, path)
@@ -242,61 +241,63 @@ def export_untrained(config: TrainConfig, path: Path) -> Path:
 
 
 @asynccontextmanager
-async def design_run(config: TrainConfig, gguf: Path, out: Path, seed: int) -> AsyncIterator[DesignRun]:
-    """A design run on `gguf`, served on the embedded server the way the run served its policy, with the run's
-    designer and agent settings and an environment memory of its own under `out`."""
-    tokenizer = config.policy.tokenizer or str(base_source(config))
+async def serving(config: TrainConfig, source: Path, gguf: Path) -> AsyncIterator[tuple[EndpointPool, DesignSettings]]:
+    """`gguf` on the embedded server as the run served its policy, and the run's designer and agent settings."""
+    tokenizer = config.policy.tokenizer or str(source)
     sampling = dict(EXACT_SAMPLING)
-    documents = "none" if config.ablations.no_corpus else config.designer.corpus
-    corpus = Corpus(open_source(documents), max_tokens=config.designer.document_tokens)
-    out.mkdir(parents=True, exist_ok=True)
     with EmbeddedServer(ServerSettings(model=gguf, parallel=config.policy.parallel)) as server:
         name, context = config.policy.served_name, server.settings.context
         agent = agent_settings(config, name, tokenizer, sampling, "llama.cpp", context)
         settings = design_settings(config, agent, name, tokenizer, sampling, "llama.cpp", server.settings.parallel)
-        async with SandboxPool() as sandbox, EndpointPool.open([server.base_url]) as endpoints:
-            with WorldMemory.open(out / "memory.sqlite") as memory:
-                yield DesignRun(uuid.uuid4().hex[:12], out, corpus, endpoints, sandbox, memory, settings, seed)
+        async with EndpointPool.open([server.base_url]) as endpoints:
+            yield endpoints, settings
 
 
-async def design(config: TrainConfig, gguf: Path, out: Path, iterations: int, seed: int) -> None:
-    """`gguf` as designer: `iterations` iterations on the seed's documents (continuing a killed run)."""
+async def design(config: TrainConfig, source: Path, gguf: Path, out: Path, iterations: int, seed: int) -> None:
+    """`gguf` as designer: `iterations` iterations on the seed's documents, with an environment memory of its own
+    under `out` (continuing a killed run)."""
     if completed_iterations(out) >= iterations:
         return
-    async with design_run(config, gguf, out, seed) as run:
-        for iteration in range(completed_iterations(out), iterations):
-            await run_iteration(run, iteration)
+    documents = "none" if config.ablations.no_corpus else config.designer.corpus
+    corpus = Corpus(open_source(documents), max_tokens=config.designer.document_tokens)
+    out.mkdir(parents=True, exist_ok=True)
+    async with serving(config, source, gguf) as (endpoints, settings), SandboxPool() as sandbox:
+        with WorldMemory.open(out / "memory.sqlite") as memory:
+            run = DesignRun(uuid.uuid4().hex[:12], out, corpus, endpoints, sandbox, memory, settings, seed)
+            for iteration in range(completed_iterations(out), iterations):
+                await run_iteration(run, iteration)
 
 
-async def replay(config: TrainConfig, gguf: Path, designer: Path, agent: str) -> list[Scored]:
+async def replay(config: TrainConfig, source: Path, gguf: Path, designer: Path, agent: str) -> list[Scored]:
     """Every valid world `designer` wrote, played K times each way by `gguf` (the policy `agent`); a world's plays
     already scored are read back. A world broken in these plays is invalid here; one whose plays were all lost
     to the endpoint is left out, as its designer's run leaves such worlds out."""
     out = designer / f"played-by-{agent}"
     scored: list[Scored] = []
-    pending: list[tuple[DesignOutcome, Path]] = []
+    pending: list[tuple[str, Path]] = []
     for design in read_designs(designer):
-        path = world_file(designer, design)
+        own, path = paid(design), world_file(designer, design)
         cached = out / design.sample.key.replace("/", "-") / "scored.json"
-        if design.reward is None:
+        if own is None:
             continue
-        if path is None or design.regret is None:
-            scored.append(Scored(design.sample.key, design.reward))
+        if not own.valid or path is None:
+            scored.append(own)
         elif cached.exists():
             scored.append(Scored(**json.loads(cached.read_text())))
         else:
-            pending.append((design, path))
+            pending.append((own.key, path))
     if not pending:
         return scored
-    async with design_run(config, gguf, out, seed=0) as run:
-        for design, path in pending:
-            results = out / design.sample.key.replace("/", "-")
-            regret, broken = await play_both_ways(run, path, LocalWorlds(str(path)), results)
-            reward = designer_reward(None if broken else regret, run.settings.reward)
+    async with serving(config, source, gguf) as (endpoints, settings):
+        run = uuid.uuid4().hex[:12]
+        for key, path in pending:
+            results = out / key.replace("/", "-")
+            regret, broken = await play_both_ways(endpoints, settings, run, path, LocalWorlds(str(path)), results)
+            reward = designer_reward(None if broken else regret, settings.reward)
             if reward is None:
                 continue
-            one = Scored(design.sample.key, reward) if broken else Scored(
-                design.sample.key, reward, regret.value, regret.mean_plain, regret.mean_hinted)  # fmt: skip
+            one = Scored(key, reward) if broken else Scored(key, reward, regret.value, regret.mean_plain,
+                                                            regret.mean_hinted)  # fmt: skip
             (results / "scored.json").write_text(json.dumps(asdict(one)))
             scored.append(one)
     return scored
@@ -323,29 +324,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="Seed of the document draws (default: the run's seed + 1, so the "
                         "documents are drawn unlike the run's).")  # fmt: skip
     args = parser.parse_args(argv)
-    try:
-        config = run_config(args.run)
-        trained = trained_weights(args.run)
-    except (CrossError, ValueError) as error:
-        print(f"who_learned: {error}", file=sys.stderr)
-        return 2
     out: Path = args.out or args.run / "who-learned"
-    seed = config.run.seed + 1 if args.seed is None else args.seed
     try:
+        config, source = run_config(args.run)
+        trained = trained_weights(args.run)
+        seed = config.run.seed + 1 if args.seed is None else args.seed
         claim(out, {"run": str(args.run.resolve()), "trained": trained.name, "seed": seed})
-    except CrossError as error:
+    except (ValueError, typer.BadParameter) as error:  # a ConfigError or CrossError; the model not installed
         print(f"who_learned: {error}", file=sys.stderr)
         return 2
-    weights = {"untrained": export_untrained(config, out / "untrained.gguf"), "trained": trained}
+    weights = {"untrained": export_untrained(source, out / "untrained.gguf"), "trained": trained}
+    for designer in POLICIES:
+        anyio.run(design, config, source, weights[designer], out / f"designer-{designer}", args.iterations, seed)
     cells: Cells = {}
     for designer in POLICIES:
-        anyio.run(design, config, weights[designer], out / f"designer-{designer}", args.iterations, seed)
-    penalty = config.designer.invalid_penalty
-    for designer in POLICIES:
-        cells[(designer, designer)] = own_plays(read_designs(out / f"designer-{designer}"), penalty)
-    for designer, agent in (("untrained", "trained"), ("trained", "untrained")):
-        cells[(designer, agent)] = anyio.run(replay, config, weights[agent], out / f"designer-{designer}", agent)
-    cells = {key: cells[key] for key in [(d, a) for d in POLICIES for a in POLICIES]}
+        for agent in POLICIES:
+            designs = out / f"designer-{designer}"
+            cells[(designer, agent)] = own_plays(read_designs(designs)) if agent == designer else anyio.run(
+                replay, config, source, weights[agent], designs, agent)  # fmt: skip
     found = effects(cells)
     decided = verdicts(found)
     table = markdown(cells, found, decided)

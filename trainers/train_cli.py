@@ -99,7 +99,7 @@ def train(
     if endpoint:
         overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
     config, out, state = _configured_run(preset, overrides, out, resume, check_empty=ranks.leader)
-    source = _policy_source(config)
+    source = policy_source(config)
     update = update_settings(config)
     if update.rows_per_update % (update.rows_per_pass * ranks.world):
         raise typer.BadParameter(
@@ -197,7 +197,7 @@ def _embedded_server(config: TrainConfig, source: Path | str) -> ServerSettings 
     return ServerSettings(model=source, parallel=config.policy.parallel)
 
 
-def _policy_source(config: TrainConfig) -> Path | str:
+def policy_source(config: TrainConfig) -> Path | str:
     """The policy's weights: a GGUF (the embedded default), a checkpoint directory, or a hub id."""
     model = config.policy.model
     if model == DEFAULT_MODEL or model.endswith(".gguf"):

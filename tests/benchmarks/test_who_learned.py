@@ -101,7 +101,7 @@ def outcome(key: str, reward: float | None, regret: float | None = None) -> Desi
 
 def test_own_plays_keep_what_the_designers_run_paid_and_leave_out_masked_worlds() -> None:
     designs = [outcome("a", -1.0), outcome("b", None, 0.0), outcome("c", 0.5, 0.25)]
-    assert own_plays(designs, penalty=-1.0) == [Scored("a", -1.0), Scored("c", 0.5, 0.25, 0.25, 0.5)]
+    assert own_plays(designs) == [Scored("a", -1.0), Scored("c", 0.5, 0.25, 0.25, 0.5)]
 
 
 def test_the_trained_policy_is_the_last_served_version(tmp_path: Path) -> None:
@@ -149,7 +149,9 @@ def test_the_cross_on_the_embedded_model(tmp_path: Path) -> None:
         assert len(played) == valid  # every valid world, played again by the other policy
         assert all(len(path.read_text().splitlines()) == 4 for path in played)  # 2 plays a side
     assert "the designer learned" in (out / "cross.md").read_text()
-    assert main(["--run", str(run), "--iterations", "1"]) == 0  # read back, not played again
+    stored = {path: path.stat().st_mtime_ns for path in out.rglob("*.jsonl")}
+    assert main(["--run", str(run), "--iterations", "1"]) == 0
+    assert {path: path.stat().st_mtime_ns for path in out.rglob("*.jsonl")} == stored  # read back, not played again
 
 
 def test_a_cross_continues_only_for_the_run_and_seed_it_started_with(tmp_path: Path) -> None:

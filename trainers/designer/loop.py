@@ -290,21 +290,24 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directo
     path = worlds / f"{digest[:16]}.{'json' if spec else 'py'}"
     path.write_text(verdict.source)
     environments = LocalWorlds(str(path)) if spec else SandboxWorlds(run.sandbox, verdict.world)
-    return await play_both_ways(run, path, environments, directory)
+    return await play_both_ways(run.endpoints, run.settings, run.run, path, environments, directory)
 
 
 async def play_both_ways(
-    run: DesignRun, path: Path, environments: LocalWorlds | SandboxWorlds, directory: Path
+    endpoints: EndpointPool,
+    settings: DesignSettings,
+    run: str,
+    path: Path,
+    environments: LocalWorlds | SandboxWorlds,
+    directory: Path,
 ) -> tuple[Regret, str | None]:
-    """The world at `path` played K times without and K times with its hint by whoever serves `run.endpoints`,
-    stored under `directory`: its regret, and how its own code failed in a play (or None). A world written in an
-    earlier run can be played again by another policy this way (`benchmarks/who_learned.py`)."""
-    plan = RolloutPlan(
-        run=run.run, world=str(path), tasks=run.settings.plays, hints="both", settings=run.settings.agent
-    )
+    """The world at `path` played K times without and K times with its hint through `endpoints`, stored under
+    `directory`: its regret, and how its own code failed in a play (or None). A world written in an earlier run
+    can be played again by another policy this way (`benchmarks/who_learned.py`)."""
+    plan = RolloutPlan(run=run, world=str(path), tasks=settings.plays, hints="both", settings=settings.agent)
     with TrajectoryStore.open(directory, plan) as store:
-        await run_rollout(plan, store, run.endpoints, environments, run.settings.concurrency)
-    records = require_played(list(read_records(directory)), run.settings.max_failed_share, endpoint_only=True)
+        await run_rollout(plan, store, endpoints, environments, settings.concurrency)
+    records = require_played(list(read_records(directory)), settings.max_failed_share, endpoint_only=True)
     plays = [Play(record.key.hinted, None if record.status == "infra_error" else record.reward) for record in records]
     broken = next((f"{r.cause}: {r.detail}" for r in records if r.cause in WORLD_FAULTS), None)
     return regret_of(plays), broken
