@@ -127,6 +127,12 @@ class AgentConfig(_Section):
     plays: int = Field(2, ge=1, description="K: plays of each task without and with the hint.")
     reference_tasks: int = Field(2, ge=0, description="Reference-world tasks per iteration, besides new worlds.")
     archive_tasks: int = Field(1, ge=0, description="Archived frontier worlds replayed per iteration (least reused).")
+    learn_from: Literal["both", "plain"] = Field(
+        "both",
+        description="The plays the agent's rows come from: both (plain and hinted, each a group of its own), or plain, "
+        "as in the official SPADE code: a designed world's hinted plays only score its regret, and reference and "
+        "archived tasks are played without the hint, which the held-out measure never gives.",
+    )
     fill_reference: bool = Field(
         False,
         description="Play a reference task in place of each designed world or archived task not played (invalid, "

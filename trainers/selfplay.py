@@ -33,7 +33,7 @@ from engine.endpoints import EndpointPool
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.episode import shared_opening
 from engine.report import live_progress
-from engine.rollout import RolloutPlan, RolloutStats, require_played, run_rollout
+from engine.rollout import Hints, RolloutPlan, RolloutStats, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
@@ -146,6 +146,17 @@ class SelfPlay:
     def compute_target(self) -> ComputeTarget | None:
         return compute_target(self.config)
 
+    @property
+    def training_hints(self) -> Hints:
+        """How reference and archived tasks are played: both ways, or plain only where hinted plays would
+        train nothing (`agent.learn_from=plain`)."""
+        return "plain" if self.config.agent.learn_from == "plain" else "both"
+
+    @property
+    def task_episodes(self) -> int:
+        """The agent's plays of one reference or archived task."""
+        return self.config.agent.plays * (1 if self.training_hints == "plain" else 2)
+
     async def run(self, resumed: RunState | None = None) -> None:
         """All iterations (or those after a checkpoint), with held-out evaluations and checkpoints."""
         run = self.config.run
@@ -239,6 +250,8 @@ class SelfPlay:
         worlds') and the designer's outcomes (the frozen-designer ablation keeps only the agent's)."""
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)
+        if self.config.agent.learn_from == "plain":  # a designed world's hinted plays only scored its regret
+            records = [record for record in records if not record.key.hinted]
         rows, skipped = agent_rows(records)
         if designed is not None and self.config.trains_designer:
             more, also = designer_rows(designed.outcomes)
@@ -248,14 +261,17 @@ class SelfPlay:
 
     def unplayed(self, designed: IterationResult | None, archived: list[EpisodeRecord]) -> int:
         """With `agent.fill_reference`, the reference tasks that stand in for the designed worlds and archived
-        tasks not played (all of them without a designer)."""
+        tasks not played (all of them without a designer): as many episodes as those would have played (a
+        designed world is played both ways; with `agent.learn_from=plain` a reference task is not, so two stand
+        in for one world)."""
         if not self.config.agent.fill_reference:
             return 0
-        planned = self.config.designer.documents * self.config.designer.generations + self.config.agent.archive_tasks
-        played = len({(record.key.world, record.key.seed) for record in archived})  # archived tasks
+        worlds = self.config.designer.documents * self.config.designer.generations
         if designed is not None:
-            played += sum(_training_plays(outcome) is not None for outcome in designed.outcomes)
-        return max(0, planned - played)
+            worlds -= sum(_training_plays(outcome) is not None for outcome in designed.outcomes)
+        archive = self.config.agent.archive_tasks - len({(record.key.world, record.key.seed) for record in archived})
+        per_world = 2 * self.config.agent.plays // self.task_episodes
+        return max(0, worlds) * per_world + max(0, archive)
 
     async def reference_plays(self, index: int, extra: int = 0, played: list[EpisodeRecord] | None = None
                               ) -> list[EpisodeRecord]:  # fmt: skip
@@ -276,7 +292,7 @@ class SelfPlay:
                 return task < tasks
             done = earlier + now
             rate = next((c.tokens / c.episodes for c in (ours, now, done) if c.episodes), None)
-            return target.wants_more(index, done, task_episodes=2 * self.config.agent.plays, tokens_per_episode=rate)
+            return target.wants_more(index, done, task_episodes=self.task_episodes, tokens_per_episode=rate)
 
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
         suite = SUITES[self.config.agent.suite]
@@ -293,7 +309,7 @@ class SelfPlay:
                 world = names[(start + task) % len(names)]
                 seed = suite.training_seed(world, rng)
             directory = self.out / "reference" / f"{index}-{task}-{world}"
-            played_now = await self._play(world, seed, self.config.agent.plays, directory,
+            played_now = await self._play(world, seed, self.config.agent.plays, directory, hints=self.training_hints,
                                           worlds=suite.environments(world))  # fmt: skip
             records += played_now
             if target is not None:
@@ -326,7 +342,8 @@ class SelfPlay:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(remembered.source)
             if remembered.is_spec:  # compiled by trusted code: it runs here
-                records += await self._play(str(path), seed, self.config.agent.plays, directory)
+                records += await self._play(str(path), seed, self.config.agent.plays, directory,
+                                            hints=self.training_hints)  # fmt: skip
                 continue
             try:
                 world = await self.design.sandbox.load(remembered.source, path.name)
@@ -335,7 +352,8 @@ class SelfPlay:
                 continue
             try:
                 records += await self._play(str(path), seed, self.config.agent.plays, directory,
-                                            worlds=SandboxWorlds(self.design.sandbox, world))  # fmt: skip
+                                            worlds=SandboxWorlds(self.design.sandbox, world),
+                                            hints=self.training_hints)  # fmt: skip
             finally:
                 await self.design.sandbox.unload(world)
         return records
@@ -382,9 +400,10 @@ class SelfPlay:
         return result
 
     async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1,
-                    worlds: Callable[[], Environment] | None = None) -> list[EpisodeRecord]:  # fmt: skip
+                    worlds: Callable[[], Environment] | None = None, hints: Hints = "both"
+                    ) -> list[EpisodeRecord]:  # fmt: skip
         plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
-                           hints="both", settings=self.agent)  # fmt: skip
+                           hints=hints, settings=self.agent)  # fmt: skip
         return await self._rollout(plan, directory, worlds or LocalWorlds(world))
 
     async def _rollout(self, plan: RolloutPlan | SuitePlan, directory: Path,

@@ -18,6 +18,7 @@ from engine.endpoints import EndpointPool
 from engine.local_models import default_gguf
 from engine.rollout import InfrastructureFailure
 from engine.settings import EpisodeSettings
+from engine.store import read_records
 from tests.engine.conftest import mock_model
 from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_WORLD
@@ -211,6 +212,39 @@ async def test_with_fill_reference_every_compare_arm_plays_as_many_agent_episode
     reference = sorted(path.name for path in (tmp_path / "reference").iterdir())
     filled = ablation == "fixed_pool" or designs == "invalid"
     assert len(reference) == 2 * (tasks if filled else 1)
+
+
+@pytest.mark.anyio
+async def test_learning_from_plain_plays_keeps_the_hinted_ones_for_regret_alone(tmp_path: Path,
+                                                                              designing_url: str) -> None:  # fmt: skip
+    """`agent.learn_from=plain` (the official SPADE code's semantics): the reference task is played without the
+    hint only, 2 plays; the designed worlds are still played both ways (4 + 4), since their hinted plays score
+    regret, but only their plain plays become rows. Under the default, rows would be 12 and groups 5."""
+    await iterations(tmp_path, designing_url, None, extra=("agent.learn_from=plain",))
+    reports = read_iterations(tmp_path)
+    assert [(r.rows["agent"], r.rows["designer"], r.groups, r.agent_episodes) for r in reports] == [(6, 2, 3, 10)] * 2
+    reference = [record for path in (tmp_path / "reference").iterdir() for record in read_records(path)]
+    assert len(reference) == 4 and not any(record.key.hinted for record in reference)
+    outcomes = [json.loads(line) for line in (tmp_path / "designs.jsonl").read_text().splitlines()]
+    assert all(outcome["regret"] is not None and outcome["mean_hinted"] is not None for outcome in outcomes)
+    designed = [record for outcome in outcomes for record in read_records(tmp_path / outcome["plays"])]
+    assert sorted({record.key.hinted for record in designed}) == [False, True]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ablation", ["fixed_pool", "frozen_designer"])
+async def test_learning_from_plain_plays_two_reference_tasks_stand_in_for_a_world_not_played(
+    tmp_path: Path, designing_url: str, invalid_designs_url: str, ablation: str
+) -> None:
+    """With `agent.learn_from=plain` a reference task is 2 plays, a designed world 4 (both ways): the fill plays
+    two reference tasks for each world the arm does not play (and one for the archived task none has), so its
+    episodes equal spade's, 2 + 8 + 2. One each would leave the fixed pool 8 episodes an iteration against 12."""
+    extra = ("agent.learn_from=plain", "agent.fill_reference=true")
+    await iterations(tmp_path / "spade", designing_url, None, extra=extra)
+    url = designing_url if ablation == "fixed_pool" else invalid_designs_url  # the frozen designer's are invalid
+    await iterations(tmp_path / ablation, url, ablation, extra=extra)
+    assert [r.agent_episodes for r in read_iterations(tmp_path / "spade")] == [12, 12]
+    assert [r.agent_episodes for r in read_iterations(tmp_path / ablation)] == [12, 12]
 
 
 @pytest.mark.anyio
