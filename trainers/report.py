@@ -370,7 +370,9 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
         rows.append(("designer groups with reward spread among valid designs",
                      f"{designer['groups_with_valid_spread']} of {designer['groups']}"))  # fmt: skip
         rows.append(("valid worlds grounded in their document", f"{designer['grounded']} of {designer['valid']}"))
-        trended = (("frontier_share", "frontier share of valid worlds"), ("designer_reward", "designer reward"))
+        trended = (("frontier_share", "frontier share of valid worlds"), ("designer_reward", "designer reward"),
+                   ("regret", "regret of valid worlds"), ("hinted_mean", "their hinted mean score"),
+                   ("unaided_mean", "their unaided mean score"))  # fmt: skip
         for name, label in trended:
             found = designer["trend"][name]
             if found is not None:

@@ -144,6 +144,9 @@ def test_the_designer_per_iteration_and_the_trend_of_its_frontier_and_reward(tmp
     )
     assert frontier["samples"] == [2, 2]
     assert reward["difference"] == round(0.75 - (-1 / 3), 4) and reward["ci95"][0] > 0
+    # the valid worlds' scores: regret 0 -> 0.125, hinted 0.5 -> 0.625, unaided 0.5 -> 0.5
+    differences = {name: designer["trend"][name]["difference"] for name in ("regret", "hinted_mean", "unaided_mean")}
+    assert differences == {"regret": 0.125, "hinted_mean": 0.125, "unaided_mean": 0.0}
     rows = dict(summary(read_run(tmp_path)))
     assert rows["trend: frontier share of valid worlds, last third - first third (95% CI)"] == (
         "0.000 -> 1.000, +1.000 [+1.000, +1.000]"
@@ -157,5 +160,6 @@ def test_fewer_than_three_designer_iterations_have_no_trend(tmp_path: Path) -> N
                design_line("designer/1/0/0", True, plain=0.0, regret=0.0, reward=0.0, solved=0.0)]  # fmt: skip
     (tmp_path / "designs.jsonl").write_text("\n".join(designs) + "\n")
     designer = summary_json(read_run(tmp_path))["designer"]
-    assert designer["trend"] == {"frontier_share": None, "designer_reward": None}
+    assert set(designer["trend"]) == {"frontier_share", "designer_reward", "regret", "hinted_mean", "unaided_mean"}
+    assert all(found is None for found in designer["trend"].values())
     assert [row["frontier"] for row in designer["per_iteration"]] == [1, 0]

@@ -210,19 +210,26 @@ def trend(values: dict[int, list[float]]) -> Trend | None:
 
 def trends(designs: list[DesignOutcome]) -> dict[str, Trend | None]:
     """The trends the designer is judged by: the frontier share of its valid worlds, and its reward (over
-    every reply it was paid for, so validity counts too)."""
-    frontier: dict[int, list[float]] = {}
-    reward: dict[int, list[float]] = {}
+    every reply it was paid for, so validity counts too); and, to read a rise in either, the valid worlds'
+    regret and its two parts, the hinted and the unaided mean score (an agent that learns to follow hints
+    raises the hinted mean on worlds no better designed: `benchmarks/who_learned.py` tells the two apart)."""
+    names = ("frontier_share", "designer_reward", "regret", "hinted_mean", "unaided_mean")
+    values: dict[str, dict[int, list[float]]] = {name: {} for name in names}
     for design in designs:
         if design.verdict is None:
             continue
         # an iteration with replies counts even when none of them was valid or paid
-        shares, paid = frontier.setdefault(design.iteration, []), reward.setdefault(design.iteration, [])
+        of = {name: values[name].setdefault(design.iteration, []) for name in names}
         if scored(design):
-            shares.append(float(world_at_frontier(design)))
+            assert design.regret is not None and design.mean_plain is not None  # scored() says so
+            of["frontier_share"].append(float(world_at_frontier(design)))
+            of["regret"].append(design.regret)
+            of["unaided_mean"].append(design.mean_plain)
+            if design.mean_hinted is not None:
+                of["hinted_mean"].append(design.mean_hinted)
         if design.reward is not None:
-            paid.append(design.reward)
-    return {"frontier_share": trend(frontier), "designer_reward": trend(reward)}
+            of["designer_reward"].append(design.reward)
+    return {name: trend(values[name]) for name in names}
 
 
 def _mean(values: list[float]) -> float | None:
