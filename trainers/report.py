@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers.designer.loop import DesignOutcome, IterationMetrics, read_designs, read_metrics, world_file
-from trainers.designer.measures import WIN_BANDS, DesignerIteration, designer_summary, per_iteration
+from trainers.designer.measures import TRENDS, WIN_BANDS, DesignerIteration, designer_summary, per_iteration
 from trainers.journal import JournalError
 from trainers.run_state import TRAINER_DIR
 from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
@@ -370,10 +370,7 @@ def summary(record: RunRecord) -> list[tuple[str, str]]:
         rows.append(("designer groups with reward spread among valid designs",
                      f"{designer['groups_with_valid_spread']} of {designer['groups']}"))  # fmt: skip
         rows.append(("valid worlds grounded in their document", f"{designer['grounded']} of {designer['valid']}"))
-        trended = (("frontier_share", "frontier share of valid worlds"), ("designer_reward", "designer reward"),
-                   ("regret", "regret of valid worlds"), ("hinted_mean", "their hinted mean score"),
-                   ("unaided_mean", "their unaided mean score"))  # fmt: skip
-        for name, label in trended:
+        for name, label in TRENDS.items():
             found = designer["trend"][name]
             if found is not None:
                 low, high = found["ci95"]

@@ -150,7 +150,7 @@ class SelfPlay:
     def training_hints(self) -> Hints:
         """How reference and archived tasks are played: both ways, or plain only where hinted plays would
         train nothing (`agent.learn_from=plain`)."""
-        return "plain" if self.config.agent.learn_from == "plain" else "both"
+        return self.config.agent.learn_from
 
     @property
     def task_episodes(self) -> int:
@@ -250,7 +250,7 @@ class SelfPlay:
         worlds') and the designer's outcomes (the frozen-designer ablation keeps only the agent's)."""
         for record in records:
             check_not_held_out(record.key.world, record.key.seed)
-        if self.config.agent.learn_from == "plain":  # a designed world's hinted plays only scored its regret
+        if self.training_hints == "plain":  # a designed world's hinted plays only scored its regret
             records = [record for record in records if not record.key.hinted]
         rows, skipped = agent_rows(records)
         if designed is not None and self.config.trains_designer:
@@ -270,7 +270,7 @@ class SelfPlay:
         if designed is not None:
             worlds -= sum(_training_plays(outcome) is not None for outcome in designed.outcomes)
         archive = self.config.agent.archive_tasks - len({(record.key.world, record.key.seed) for record in archived})
-        per_world = 2 * self.config.agent.plays // self.task_episodes
+        per_world = 2 if self.training_hints == "plain" else 1
         return max(0, worlds) * per_world + max(0, archive)
 
     async def reference_plays(self, index: int, extra: int = 0, played: list[EpisodeRecord] | None = None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.servers import SPADEWORK
 from trainers.config import load_config
+from trainers.designer.measures import TRENDS
 from trainers.report import PLOTS, read_run, summary, summary_json, write_report
 
 
@@ -151,6 +152,7 @@ def test_the_designer_per_iteration_and_the_trend_of_its_frontier_and_reward(tmp
     assert rows["trend: frontier share of valid worlds, last third - first third (95% CI)"] == (
         "0.000 -> 1.000, +1.000 [+1.000, +1.000]"
     )
+    assert rows["trend: regret of valid worlds, last third - first third (95% CI)"].startswith("0.000 -> 0.125, +0.125")
     assert "unaided wins 20-80%" in page.read_text()
 
 
@@ -160,6 +162,7 @@ def test_fewer_than_three_designer_iterations_have_no_trend(tmp_path: Path) -> N
                design_line("designer/1/0/0", True, plain=0.0, regret=0.0, reward=0.0, solved=0.0)]  # fmt: skip
     (tmp_path / "designs.jsonl").write_text("\n".join(designs) + "\n")
     designer = summary_json(read_run(tmp_path))["designer"]
-    assert set(designer["trend"]) == {"frontier_share", "designer_reward", "regret", "hinted_mean", "unaided_mean"}
+    assert set(designer["trend"]) == set(TRENDS) == {"frontier_share", "designer_reward", "regret", "hinted_mean",
+                                                     "unaided_mean"}  # fmt: skip
     assert all(found is None for found in designer["trend"].values())
     assert [row["frontier"] for row in designer["per_iteration"]] == [1, 0]

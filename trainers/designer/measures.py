@@ -208,18 +208,26 @@ def trend(values: dict[int, list[float]]) -> Trend | None:
                  low, high, (len(first), len(last)))  # fmt: skip
 
 
+TRENDS = {  # what `trends` measures, and how the report names it
+    "frontier_share": "frontier share of valid worlds",
+    "designer_reward": "designer reward",
+    "regret": "regret of valid worlds",
+    "hinted_mean": "hinted mean score of valid worlds",
+    "unaided_mean": "unaided mean score of valid worlds",
+}
+
+
 def trends(designs: list[DesignOutcome]) -> dict[str, Trend | None]:
     """The trends the designer is judged by: the frontier share of its valid worlds, and its reward (over
     every reply it was paid for, so validity counts too); and, to read a rise in either, the valid worlds'
     regret and its two parts, the hinted and the unaided mean score (an agent that learns to follow hints
     raises the hinted mean on worlds no better designed: `benchmarks/who_learned.py` tells the two apart)."""
-    names = ("frontier_share", "designer_reward", "regret", "hinted_mean", "unaided_mean")
-    values: dict[str, dict[int, list[float]]] = {name: {} for name in names}
+    values: dict[str, dict[int, list[float]]] = {name: {} for name in TRENDS}
     for design in designs:
         if design.verdict is None:
             continue
         # an iteration with replies counts even when none of them was valid or paid
-        of = {name: values[name].setdefault(design.iteration, []) for name in names}
+        of = {name: values[name].setdefault(design.iteration, []) for name in TRENDS}
         if scored(design):
             assert design.regret is not None and design.mean_plain is not None  # scored() says so
             of["frontier_share"].append(float(world_at_frontier(design)))
@@ -229,7 +237,7 @@ def trends(designs: list[DesignOutcome]) -> dict[str, Trend | None]:
                 of["hinted_mean"].append(design.mean_hinted)
         if design.reward is not None:
             of["designer_reward"].append(design.reward)
-    return {name: trend(values[name]) for name in names}
+    return {name: trend(values[name]) for name in TRENDS}
 
 
 def _mean(values: list[float]) -> float | None:
