@@ -108,6 +108,11 @@ train-selfplay *flags="": model
 who-learned run *flags="": model
     python benchmarks/who_learned.py --run {{run}} {{flags}}
 
+# A run's first four iterations' valid worlds replayed by its untrained policy with the hint as recorded and as
+# today's trusted code words it: mean regret each way and the paired difference (benchmarks/hint_rewording.py)
+hint-rewording run *flags="": model
+    python benchmarks/hint_rewording.py --run {{run}} {{flags}}
+
 # SPADE against its ablations (fixed-pool, frozen-designer) at equal agent episodes and sampled tokens (the other arms
 # follow the spade arm of their seed: agent.compute_from), 2 seeds each, the untrained
 # policy measured once per seed: 6 cpu-tiny runs of 3 iterations, 25 held-out tasks per world: 1 h 52 min whole

@@ -276,6 +276,18 @@ def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: di
                            extra_body=sampling, completions=completions)  # fmt: skip
 
 
+def reward_settings(config: TrainConfig) -> RewardSettings:
+    """How this run pays its designer for a world."""
+    knobs = config.designer
+    return RewardSettings(
+        mode=knobs.reward,
+        plateau=knobs.plateau,
+        plateau_weight=knobs.plateau_weight,
+        win=knobs.win,
+        invalid_penalty=knobs.invalid_penalty,
+    )
+
+
 def design_settings(config: TrainConfig, agent: EpisodeSettings, model: str, tokenizer: str,
                     sampling: dict[str, object], completions: Completions,
                     parallel: int | None) -> DesignSettings:  # fmt: skip
@@ -293,13 +305,7 @@ def design_settings(config: TrainConfig, agent: EpisodeSettings, model: str, tok
         smoke_seeds=config.designer.smoke_seeds,
         designer=designer,
         agent=agent,
-        reward=RewardSettings(
-            mode=config.designer.reward,
-            plateau=config.designer.plateau,
-            plateau_weight=config.designer.plateau_weight,
-            win=config.designer.win,
-            invalid_penalty=config.designer.invalid_penalty,
-        ),
+        reward=reward_settings(config),
         memory_examples=0 if config.ablations.no_memory else 1,
         format=config.designer.format,
         task_text=config.designer.task_text,
