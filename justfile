@@ -108,8 +108,7 @@ train-selfplay *flags="": model
 who-learned run *flags="": model
     python benchmarks/who_learned.py --run {{run}} {{flags}}
 
-# A run's first four iterations' valid worlds replayed by its untrained policy with the hint as recorded and as
-# today's trusted code words it: mean regret each way and the paired difference (benchmarks/hint_rewording.py)
+# A run's early worlds replayed with the hint as recorded and as today's code words it (benchmarks/hint_rewording.py)
 hint-rewording run *flags="": model
     python benchmarks/hint_rewording.py --run {{run}} {{flags}}
 
@@ -123,7 +122,7 @@ train-tools-compare out="runs/compare" *flags="": model
     #!/usr/bin/env bash
     set -euo pipefail
     spadework train-compare --out {{out}} --seeds 2 --set run.iterations=3 --set run.eval_tasks=25 \
-        --set designer.generations=2 {{flags}}
+        --set designer.generations=2 --set agent.learn_from=both {{flags}}
     for run in {{out}}/seed-*/*/; do spadework report "$run" > /dev/null; done
 
 # The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/grpo_sweep.py): the embedded model plays

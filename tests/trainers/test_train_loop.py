@@ -34,7 +34,9 @@ from trainers.selfplay import IterationReport, SelfPlay, read_iterations
 
 TINY = ["run.iterations=1", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
-        "run.eval_tasks=2"]  # fmt: skip
+        "run.eval_tasks=2", "agent.learn_from=both"]  # fmt: skip
+# rows from plain and hinted plays (as the comparison's arms were measured); `agent.learn_from=plain`, cpu-tiny's
+# own, has tests of its own below
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +221,7 @@ async def test_learning_from_plain_plays_keeps_the_hinted_ones_for_regret_alone(
                                                                               designing_url: str) -> None:  # fmt: skip
     """`agent.learn_from=plain` (the official SPADE code's semantics): the reference task is played without the
     hint only, 2 plays; the designed worlds are still played both ways (4 + 4), since their hinted plays score
-    regret, but only their plain plays become rows. Under the default, rows would be 12 and groups 5."""
+    regret, but only their plain plays become rows. With `both`, rows would be 12 and groups 5."""
     await iterations(tmp_path, designing_url, None, extra=("agent.learn_from=plain",))
     reports = read_iterations(tmp_path)
     assert [(r.rows["agent"], r.rows["designer"], r.groups, r.agent_episodes) for r in reports] == [(6, 2, 3, 10)] * 2
