@@ -4,14 +4,16 @@ A world's regret is the hint's help: the agent's mean score with it minus withou
 hint (`designer.task_text=derived`), how it is worded is spadework's choice, not the designer's, and it
 decides how much regret any world can show. This replays the valid worlds of a finished run's first
 iterations, each twice by the run's untrained policy (its base weights, served as the run served them): as
-recorded, and with the hint worded by today's `derived_hint` from the world's own plan and question. Each
+recorded, and with the hint worded by today's `derived_hint` from the world's own plan. Each
 version is played K times each way (`play_both_ways`); the instruction is the same in both, so the 2K plain
 plays are pooled as the unaided score of both. Printed: mean regret of the worlds with each hint and the
 paired difference (hinted today minus hinted as recorded, per world), each with a 95% bootstrap interval over
 worlds, and the designer's mean reward each way.
 
-Decision rule, fixed before the first replay (2026-12-06): today's wording stays iff the paired difference
-has a 95% interval above zero.
+A candidate wording is tested by making it `derived_hint`'s and replaying worlds written before it; the rule,
+fixed before the first replay (2026-12-06): it stays iff the paired difference has a 95% interval above zero.
+The first candidate, "Use <tool>, then call finish.", did not (docs/runs.md): the agent finished at once twice
+as often, and after the call no more often.
 
     python benchmarks/hint_rewording.py --run runs/train-selfplay/<time>     # or: just hint-rewording RUN
 
@@ -60,9 +62,8 @@ class Replayed:
 
 
 def reworded(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec with its hint worded by today's `derived_hint` from its own tools, plan and question."""
-    parsed = Spec.model_validate(spec)
-    task = dict(spec["task"], hint=derived_hint(parsed.tools, spec["task"]["plan"], parsed.task.question is not None))
+    """The spec with its hint worded by today's `derived_hint` from its own tools and plan."""
+    task = dict(spec["task"], hint=derived_hint(Spec.model_validate(spec).tools, spec["task"]["plan"]))
     return dict(spec, task=task)
 
 

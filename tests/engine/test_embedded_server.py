@@ -308,7 +308,7 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(
         task = written["task"]
         spec = Spec.model_validate(written)
         assert task["instruction"] == derived_instruction(spec.tables, spec.tools, task["plan"], spec.task.question)
-        assert task["hint"] == derived_hint(spec.tools, task["plan"], asks=spec.task.question is not None)
+        assert task["hint"] == derived_hint(spec.tools, task["plan"])
 
 
 def test_rollout_without_endpoint_starts_the_embedded_server(tmp_path: Path) -> None:

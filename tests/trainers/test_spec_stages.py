@@ -10,7 +10,6 @@ that stage's own grammar.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import random
@@ -163,18 +162,11 @@ def test_derived_text_is_the_one_text_its_stages_admit(bytes_matcher: Any) -> No
     assert not admits(bytes_matcher, brief, LIBRARY_STAGES[13])  # the model's own wording
     # B2's title is 'Dune', which the instruction already names: no question whose answer it gives away
     assert not admits(bytes_matcher, brief, asked.replace("B1", "B2") + f"{said}, and tell me the title of 'B2'.\"")
-    asking = copy.deepcopy(stages)
     stages.wrote(f', "instruction": "{said}."')
     hint = stages.grammar()
     assert hint is not None
-    told = ', "hint": "Use search, then borrow, then call finish.", "untouched": ["books/B3"]}}'
-    assert admits(bytes_matcher, hint, told)
+    assert admits(bytes_matcher, hint, ', "hint": "Use search, then borrow.", "untouched": ["books/B3"]}}')
     assert not admits(bytes_matcher, hint, LIBRARY_STAGES[14])
-    assert not admits(bytes_matcher, hint, told.replace("call finish", "call finish with the answer"))
-    asking.wrote(f"{asked}{said}, and tell me the title of 'B1'.\"")  # a question: the hint says to answer it
-    hint = asking.grammar()
-    assert hint is not None and admits(bytes_matcher, hint, told.replace("call finish", "call finish with the answer"))
-    assert not admits(bytes_matcher, hint, told)
 
 
 def test_derived_tools_are_the_ones_trusted_code_names_and_describes(bytes_matcher: Any) -> None:
@@ -209,9 +201,8 @@ def test_walks_with_derived_tools_name_every_tool_for_what_it_does(bytes_matcher
             field = getattr(tool, "field", None) or getattr(tool, "filter_by", None)
             assert tool.name == tool_name(tool.kind, tool.table, field), tool
         hint = json.loads(text)["task"]["hint"]
-        *named, end = hint.removeprefix("Use ").rstrip(".").split(", then ")
+        named = hint.removeprefix("Use ").rstrip(".").split(", then ")
         assert set(named) <= {tool.name for tool in spec.tools}, (hint, text)
-        assert end == ("call finish with the answer" if spec.task.question else "call finish"), hint
     assert count >= 10, count
 
 

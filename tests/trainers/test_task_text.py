@@ -80,13 +80,11 @@ def test_calls_follow_in_plan_order_and_the_question_comes_last() -> None:
     assert say(("everything", {}), ("everything", {})) == "Please list every record in bank accounts."
 
 
-def test_the_hint_names_the_plans_tools_in_order_once_each_in_a_row_then_when_to_stop() -> None:
+def test_the_hint_names_the_plans_tools_in_order_once_each_in_a_row() -> None:
     plan = [("find", {"owner": "Bo"}), ("freeze", {"account_id": "A2"}), ("freeze", {"account_id": "A1"}),
             ("find", {"owner": "Ada"})]  # fmt: skip
     calls = [{"tool": tool, "arguments": arguments} for tool, arguments in plan]
-    assert derived_hint(_tools(), calls) == "Use find, then freeze, then find, then call finish."
-    asked = derived_hint(_tools(), calls, asks=True)
-    assert asked == "Use find, then freeze, then find, then call finish with the answer."
+    assert derived_hint(_tools(), calls) == "Use find, then freeze, then find."
     assert "A2" not in derived_hint(_tools(), calls) and "Bo" not in derived_hint(_tools(), calls)
 
 

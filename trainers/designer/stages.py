@@ -199,7 +199,6 @@ class SpecStages:
         self.tools: list[dict[str, Any]] = []
         self.plan: list[dict[str, Any]] = []
         self.instruction = ""
-        self.asks = False  # whether the brief chose a question
         self.tokens_left: int | None = None  # of the reply's budget, as the next stage starts (None: no budget)
 
     # -- the machine ---------------------------------------------------------------------------------
@@ -255,9 +254,7 @@ class SpecStages:
             self.plan.append(call)
             self.stage = "call" if text[end:] == ", " else "brief"
         elif self.stage == "brief":
-            told = text.rindex(', "instruction": ')
-            self.instruction = json.loads(text[told + len(', "instruction": ') :])
-            self.asks = '"question": ' in text[:told]
+            self.instruction = json.loads(text[text.rindex(', "instruction": ') + len(', "instruction": ') :])
             self.stage = "hint"
         else:
             self.stage = None
@@ -724,7 +721,7 @@ class SpecStages:
         value; optional untouched records, among those no planned call names; then the spec closes."""
         rules, tables = GrammarRules(), self._written_tables()
         if self.task_text == "derived":
-            hint = json_literal(derived_hint(self._written_tools(tables), self.plan, self.asks))
+            hint = json_literal(derived_hint(self._written_tools(tables), self.plan))
         else:
             hint = self._written_hint(rules)
         named = {str(value) for call in self.plan for value in (call.get("arguments") or {}).values()}

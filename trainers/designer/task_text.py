@@ -102,20 +102,16 @@ def tool_description(kind: str, table: TableSpec, field: str | None = None) -> s
     }[kind]  # fmt: skip
 
 
-def derived_hint(tools: Sequence[ToolDefinition], plan: Sequence[Mapping[str, Any]], asks: bool = False) -> str:
-    """The plan's tools in its order, then the end, "Use <tool>, then <tool>, then call finish[ with the
-    answer]." (a tool called twice in a row, once): which tools, in what order, and when to stop, never an id,
-    an amount or an answer. The end is there because the embedded agent, given "Use <tool>." alone, called the
-    tool right and then again until its turns ran out in 261 of 284 hinted plays of a train-selfplay run, and a
-    create called four times scores half."""
+def derived_hint(tools: Sequence[ToolDefinition], plan: Sequence[Mapping[str, Any]]) -> str:
+    """The plan's tools in its order, "Use <tool>, then <tool>." (a tool called twice in a row, once): which
+    tools and in what order, never an id, an amount or an answer."""
     known = {tool.name for tool in tools}
     order: list[str] = []
     for call in plan:
         name = str(call.get("tool"))
         if name in known and (not order or order[-1] != name):
             order.append(name)
-    end = "call finish with the answer" if asks else "call finish"
-    return "Use " + ", then ".join([*order, end]) + "." if order else "Look up the records the task names first."
+    return "Use " + ", then ".join(order) + "." if order else "Look up the records the task names first."
 
 
 def says(instruction: str, value: Any) -> bool:
