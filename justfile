@@ -122,7 +122,7 @@ train-tools-compare out="runs/compare" *flags="": model
     #!/usr/bin/env bash
     set -euo pipefail
     spadework train-compare --out {{out}} --seeds 2 --set run.iterations=3 --set run.eval_tasks=25 \
-        --set designer.generations=2 --set agent.learn_from=both {{flags}}
+        --set designer.generations=2 {{flags}}
     for run in {{out}}/seed-*/*/; do spadework report "$run" > /dev/null; done
 
 # The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/grpo_sweep.py): the embedded model plays

@@ -34,9 +34,7 @@ from trainers.selfplay import IterationReport, SelfPlay, read_iterations
 
 TINY = ["run.iterations=1", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
-        "run.eval_tasks=2", "agent.learn_from=both"]  # fmt: skip
-# rows from plain and hinted plays (as the comparison's arms were measured); `agent.learn_from=plain`, cpu-tiny's
-# own, has tests of its own below
+        "run.eval_tasks=2"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
