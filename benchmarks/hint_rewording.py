@@ -39,6 +39,7 @@ import typer
 from benchmarks.who_learned import CrossError, export_untrained, run_config, serving
 from engine.environments import LocalWorlds
 from toolworlds.spec import Spec
+from trainers.config import TrainConfig
 from trainers.designer.loop import play_both_ways, read_designs, world_file
 from trainers.designer.regret import Regret, RewardSettings, designer_reward
 from trainers.designer.task_text import derived_hint
@@ -79,10 +80,9 @@ def worlds_to_replay(run: Path, iterations: int) -> list[tuple[str, Path]]:
     return chosen
 
 
-async def replay(run: Path, out: Path, iterations: int) -> list[Replayed]:
-    """Each chosen world in both versions, K plays each way, by the run's untrained policy; finished worlds
-    are read back from `out`."""
-    config, source = run_config(run)
+async def replay(run: Path, config: TrainConfig, source: Path, out: Path, iterations: int) -> list[Replayed]:
+    """Each chosen world in both versions, K plays each way, by the run's untrained policy (`source`, served
+    with the run's `config`); finished worlds are read back from `out`."""
     done, pending = [], []
     for key, path in worlds_to_replay(run, iterations):
         cached = out / key.replace("/", "-") / "replayed.json"
@@ -137,12 +137,15 @@ def markdown(found: dict[str, Any], example: Replayed | None) -> str:
     def interval(value: tuple[float, float, float] | None) -> str:
         return "-" if value is None else f"{value[0]:+.3f} [{value[1]:+.3f}, {value[2]:+.3f}]"
 
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
     lines = [
-        f"{found['worlds']} worlds, unaided mean score {found['unaided_mean']:.3f} (plain plays of both versions)",
+        f"{found['worlds']} worlds, unaided mean score {number(found['unaided_mean'])} (plain plays of both versions)",
         "",
         "| hint | mean regret (95% CI) | designer reward |",
         "|---|---|---|",
-        *(f"| {v} | {interval(found[v]['regret'])} | {found[v]['designer_reward']:.3f} |" for v in VERSIONS),
+        *(f"| {v} | {interval(found[v]['regret'])} | {number(found[v]['designer_reward'])} |" for v in VERSIONS),
         "",
         f"Hinted score, today minus recorded, paired by world: {interval(found['difference'])}; "
         f"today's wording {'stays' if found['today_stays'] else 'does not stay'} by the rule.",
@@ -161,9 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out: Path = args.out or args.run / "hint-rewording"
     try:
-        config, _ = run_config(args.run)
+        config, source = run_config(args.run)
         out.mkdir(parents=True, exist_ok=True)
-        replayed = anyio.run(replay, args.run, out, args.iterations)
+        replayed = anyio.run(replay, args.run, config, source, out, args.iterations)
     except (ValueError, typer.BadParameter) as error:  # a CrossError, ConfigError; the model not installed
         print(f"hint_rewording: {error}", file=sys.stderr)
         return 2

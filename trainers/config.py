@@ -306,8 +306,8 @@ class TrainConfig(_Section):
 # The embedded SmolLM2-135M on 2 CPU cores, in at most 45 minutes: the agent trains on the reference-lite
 # suite (short tasks, compact tools), every reply sampled as one call under the tools' JSON schema.
 CPU_TINY: dict[str, Any] = {
-    # learn_from stays both (rows from hinted plays too): plain, the official SPADE code's, was the default for runs
-    # 25-27 (docs/runs.md) and lifted +15.6, +5.6 [+0.0, +11.1] and +2.2 [-3.3, +8.9]: by the pre-registered rule, not
+    # learn_from stays both (rows from hinted plays too): plain, the official SPADE code's, lifted +15.6, +5.6
+    # [+0.0, +11.1] and +2.2 [-3.3, +8.9] in runs 25-27 (docs/runs.md); by the pre-registered rule, not the default
     "agent": {"mode": "tokens", "call_schema": True, "suite": "reference-lite", "plays": 4, "reference_tasks": 3,
               "archive_tasks": 0, "max_turns": 4, "max_tokens_per_turn": 64, "temperature": 0.7},
     # band on partial credit: on the same recorded plays, the most designer groups with spread among valid

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.hint_rewording import Replayed, main, reworded, summary, worlds_to_replay
+from benchmarks.hint_rewording import Replayed, main, markdown, reworded, summary, worlds_to_replay
 from benchmarks.who_learned import CrossError
 from engine.local_models import default_gguf
 from trainers import journal
@@ -32,18 +32,26 @@ def test_regret_each_way_shares_the_plain_plays_and_the_rule_needs_an_interval_a
     plays = [
         Replayed("a", {}, [0.0, 0.5], {"recorded": [0.5, 0.5], "today": [1.0, 1.0]}),
         Replayed("b", {}, [0.0, 0.0], {"recorded": [0.0, 0.0], "today": [0.5, 0.5]}),
-        Replayed("c", {}, [1.0, 1.0], {"recorded": [1.0, 1.0], "today": [1.0, 1.0]}),
+        Replayed("c", {}, [0.5, 0.5], {"recorded": [0.5, 0.5], "today": [1.0, 1.0]}),
     ]
     found = summary(plays, RewardSettings(mode="regret"))
-    assert found["worlds"] == 3 and found["unaided_mean"] == pytest.approx((0.25 + 0 + 1) / 3)
+    assert found["worlds"] == 3 and found["unaided_mean"] == pytest.approx((0.25 + 0 + 0.5) / 3)
     assert found["recorded"]["regret"][0] == pytest.approx((0.25 + 0 + 0) / 3)
-    assert found["today"]["regret"][0] == pytest.approx((0.75 + 0.5 + 0) / 3)
-    assert found["today"]["designer_reward"] == pytest.approx((0.75 + 0.5 + 0) / 3)
-    assert found["difference"][0] == pytest.approx((0.5 + 0.5 + 0) / 3)
-    assert found["today_stays"] == (found["difference"][1] > 0)
+    assert found["today"]["regret"][0] == pytest.approx((0.75 + 0.5 + 0.5) / 3)
+    assert found["today"]["designer_reward"] == pytest.approx((0.75 + 0.5 + 0.5) / 3)
+    assert found["difference"] == pytest.approx((0.5, 0.5, 0.5))  # every world gains 0.5 with today's hint
+    assert found["today_stays"]
+    one_gains = [*plays[:2], Replayed("c", {}, [0.5, 0.5], {"recorded": [0.5, 0.5], "today": [0.5, 0.5]})]
+    assert not summary(one_gains, RewardSettings(mode="regret"))["today_stays"]  # a resample of c alone: 0
     swapped = [{"recorded": p.hinted["today"], "today": p.hinted["recorded"]} for p in plays]
     worse = [Replayed(p.key, {}, p.plain, hinted) for p, hinted in zip(plays, swapped, strict=True)]
     assert not summary(worse, RewardSettings(mode="regret"))["today_stays"]
+
+
+def test_a_replay_with_no_world_judged_prints_dashes_not_a_crash() -> None:
+    found = summary([Replayed("a", {}, [], {"recorded": [], "today": []})], RewardSettings(mode="regret"))
+    assert found["worlds"] == 0 and not found["today_stays"]
+    assert "0 worlds, unaided mean score -" in markdown(found, None)
 
 
 def outcome(iteration: int, key: str, world_hash: str | None) -> DesignOutcome:
