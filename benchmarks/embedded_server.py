@@ -23,7 +23,7 @@ answers, over real HTTP:
 
 (1), (2), (4) and (5) run `--repeats` times and show medians; (1) and (2) also the ratio to one request at a time.
 
-    python benchmarks/embedded_server.py                  # or: just bench-serve
+    python benchmarks/embedded_server.py                  # or: just bench-embedded
     python benchmarks/embedded_server.py --model path/to/other.gguf --quality-tasks 20
 """
 

@@ -70,7 +70,7 @@ def main() -> None:
     from llguidance.gbnf_to_lark import any_to_lark
     from transformers import AutoTokenizer
 
-    from trainers.checkpoint import float_checkpoint
+    from engine.hf_checkpoint import float_checkpoint
 
     tokenizer = AutoTokenizer.from_pretrained(str(float_checkpoint(default_gguf())))
     readings = {

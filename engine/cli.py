@@ -300,6 +300,49 @@ def mock_server(
     web.run_app(application, sock=sock, print=None, access_log=None, handle_signals=True)
 
 
+def vllm(
+    model: Annotated[
+        str,
+        typer.Option(
+            help="A Hugging Face checkpoint directory, a local .gguf file (served as its float checkpoint), "
+            "or 'default' (the embedded SmolLM2-135M)."
+        ),
+    ] = "default",
+    host: HostOption = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8000,
+    served_name: Annotated[str, typer.Option(help="The model name requests ask for.")] = "default",
+    max_model_len: Annotated[int, typer.Option(min=256, help="Tokens one request may hold.")] = 8192,
+    dtype: Annotated[str, typer.Option(help="Weights' precision (float32: the trainer's own).")] = "float32",
+    kv_cache_gib: Annotated[int, typer.Option(min=1, help="GiB of host memory for the KV cache.")] = 2,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+    max_lora_rank: Annotated[int, typer.Option(min=0, help="Allow LoRA adapters up to this rank (0: none).")] = 16,
+    tool_parser: Annotated[str, typer.Option(help="vLLM's tool-call parser for chat mode.")] = "hermes",
+    install: Annotated[bool, typer.Option(help="Install vLLM's CPU build into its own environment first.")] = False,
+) -> None:
+    """Serve a model with vLLM's CPU build over an OpenAI-compatible API, until SIGTERM or Ctrl-C."""
+    from engine.vllm_server import VLLMSettings, hf_model, install_vllm, serve_vllm_forever
+
+    try:
+        if install:
+            install_vllm()
+        settings = VLLMSettings(
+            model=hf_model(model),
+            host=host,
+            port=port,
+            served_name=served_name,
+            max_model_len=max_model_len,
+            dtype=dtype,
+            kv_cache_gib=kv_cache_gib,
+            threads=threads or default_threads(),
+            max_lora_rank=max_lora_rank,
+            tool_parser=tool_parser,
+        )
+        serve_vllm_forever(settings)
+    except (ModelNotFoundError, ServerStartError) as error:
+        typer.echo(f"{ERROR_PREFIX}{error}", err=True)
+        raise typer.Exit(2) from None
+
+
 def serve(
     model: Annotated[
         str, typer.Option(help="A local .gguf file, or 'default' (the embedded SmolLM2-135M).")

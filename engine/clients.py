@@ -323,8 +323,10 @@ class TokensClient:
             "skip_special_tokens": False,
             **settings.extra_body,
         }
-        if grammar:
+        if grammar and settings.completions == "llama.cpp":
             body["grammar"] = grammar
+        elif grammar:  # vLLM's structured outputs read llama.cpp's GBNF (xgrammar) and `%llguidance` lark
+            body["structured_outputs"] = {"grammar": grammar}
         if settings.completions == "llama.cpp":
             body["return_tokens"] = True
             body["n_probs"] = 1

@@ -85,12 +85,12 @@ class ServerSettings:
     # grew from 2.3 to 2.9 GB over one main-job run.
     cache_ram_mib: int = 512
     # One KV pool shared by all slots (llama.cpp's `kv_unified`) instead of a cache per slot. In a shared pool
-    # every token of a batch attends over all the slots' cells, masked: measured by `just bench-serve` (4 slots,
+    # every token of a batch attends over all the slots' cells, masked: measured by `just bench-embedded` (4 slots,
     # each on its own ~1,200-token prompt), a decoding step took 1,244 ms in one pool with flash attention (the
     # settings before) and 82 ms per slot without; and a prefix restored into the pool was reused by 2 of 4 slots.
     kv_unified: bool = False
     # llama.cpp's flash-attention kernel. On this AVX2 CPU it is slower where the main job spends its time
-    # (`just bench-serve`, per-slot caches at ~1,200 tokens of context): a decoding step 34 against 29 ms alone
+    # (`just bench-embedded`, per-slot caches at ~1,200 tokens of context): a decoding step 34 against 29 ms alone
     # and 136 against 82 ms with 4 slots; 60 new tokens read 983 against 788 ms.
     flash_attention: bool = False
 
@@ -210,9 +210,13 @@ class EmbeddedServer:
             raise RuntimeError("the embedded server is not running")
         return self._url
 
+    def command(self) -> list[str]:
+        """The child's command line: the server in a process of its own."""
+        return [sys.executable, "-m", "spadework", "serve", *self.settings.arguments()]
+
     def start(self) -> str:
         """Start the child and return its OpenAI base URL once `/health` answers."""
-        command = [sys.executable, "-m", "spadework", "serve", *self.settings.arguments()]
+        command = self.command()
         started = time.monotonic()
         # llama.cpp logs every request on stderr: to a file, so an unread pipe can never stall the server.
         self._log = tempfile.NamedTemporaryFile(prefix="spadework-serve-", suffix=".log", delete=False)  # noqa: SIM115
@@ -233,6 +237,24 @@ class EmbeddedServer:
             raise RuntimeError("the embedded server is not running")
         fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def memory_bytes(self) -> int:
+        """Proportional set size (PSS) of the server and every process under it (vLLM runs an engine core and
+        workers), from /proc: shared pages are split among their sharers, so the sum is not double counted."""
+        if self._process is None:
+            raise RuntimeError("the server is not running")
+        pending, total = [self._process.pid], 0
+        while pending:
+            pid = pending.pop()
+            try:
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    pending += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                continue  # it ended while we looked
+        return total
 
     def share_prefix(self, prompt_ids: list[int]) -> int:
         """Compute the KV cache of `prompt_ids` once and copy it into every slot; returns the slots primed.

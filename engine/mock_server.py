@@ -298,7 +298,7 @@ class MockModel:
         tokenizer = self.template.tokenizer
         text = tokenizer.decode(prompt, skip_special_tokens=False)
         turns = text.split("<|im_start|>assistant\n")[1:]
-        constrained = "grammar" in body or "json_schema" in body  # llama.cpp's fields: the reply is the bare call
+        constrained = bool({"grammar", "json_schema", "structured_outputs"} & body.keys())  # the reply is the bare call
         parse = parse_constrained if constrained else parse_text
         usable = sum(1 for turn in turns if (reply := parse(turn.split("<|im_end|>")[0])).calls and not reply.problems)
         if episode[1] == "designer":

@@ -20,6 +20,7 @@ GROUPS = {"toolworld": ("toolworlds.cli", "toolworld_app"), "corpus": ("trainers
           "bench": ("benchmarks.cli", "bench_app")}  # fmt: skip
 COMMANDS = {"rollout": ("engine.cli", "rollout"), "episodes": ("engine.cli", "show"),
             "mock-server": ("engine.cli", "mock_server"), "serve": ("engine.cli", "serve"),
+            "vllm": ("engine.cli", "vllm"),
             "design": ("trainers.designer.cli", "design"), "train": ("trainers.train_cli", "train"),
             "report": ("trainers.train_cli", "report"),
             "train-compare": ("trainers.train_cli", "train_compare")}  # fmt: skip

@@ -9,6 +9,7 @@ import pytest
 
 from tests.grammar_walk import bytes_matcher  # noqa: F401  (a fixture for every test module)
 from tests.policy import embedded_policy  # noqa: F401  (a fixture for every test module)
+from tests.vllm import vllm_server  # noqa: F401  (started only by the tests that ask for it)
 
 
 @pytest.fixture(scope="session", autouse=True)

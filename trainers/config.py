@@ -28,14 +28,19 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-nccl", "none"]
+WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-reload", "vllm-nccl", "none"]
 
 
 class PolicyConfig(_Section):
     model: str = Field(
         "default", description="'default' (the embedded GGUF), a .gguf path, a HF checkpoint dir or a HF hub id."
     )
-    endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the embedded model.")
+    endpoints: list[str] = Field(default_factory=list, description="OpenAI base URLs; empty: serve the policy here.")
+    server: Literal["llama.cpp", "vllm"] = Field(
+        "llama.cpp",
+        description="Without endpoints, what serves the policy here: llama.cpp (the embedded server, GGUF files) or "
+        "vLLM's CPU build (`just vllm-install`; the policy's float checkpoint), started and stopped by the run.",
+    )
     served_name: str = Field("default", description="The model name sent to the endpoints.")
 
     @field_validator("endpoints")
@@ -56,21 +61,29 @@ class PolicyConfig(_Section):
     weight_sync: WeightSyncKind = Field(
         "auto",
         description="How new weights reach the sampler: reload (embedded GGUF), vllm-lora (adapter hot-load), "
-        "vllm-nccl (full weights over NCCL), none; auto picks by endpoints and lora_rank.",
+        "vllm-reload (full weights read from weights_dir), vllm-nccl (full weights over NCCL), none; auto picks by "
+        "endpoints, lora_rank and whether the trainer has CUDA.",
     )
-    adapter_dir: str | None = Field(
-        None, description="vllm-lora: where adapters are written; the vLLM server must read the same path."
+    weights_dir: str | None = Field(
+        None,
+        description="vllm-lora, vllm-reload: where pushed weights are written (default RUN/weights); the vLLM "
+        "servers must read the same path.",
     )
     adapter_name: str = Field("spadework-policy", description="vllm-lora: the name requests ask the server for.")
 
     @property
     def sync(self) -> WeightSyncKind:
-        """The weight sync `auto` stands for: reload the embedded server, else hot-load a LoRA or push all."""
+        """The weight sync `auto` stands for: reload the embedded server, else hot-load a LoRA, else push all
+        weights over NCCL from a CUDA trainer or through a directory from any other."""
         if self.weight_sync != "auto":
             return self.weight_sync
-        if not self.endpoints:
+        if not self.endpoints and self.server == "llama.cpp":
             return "reload"
-        return "vllm-lora" if self.lora_rank else "vllm-nccl"
+        if self.lora_rank:
+            return "vllm-lora"
+        import torch
+
+        return "vllm-nccl" if torch.cuda.is_available() else "vllm-reload"
 
 
 class DesignerConfig(_Section):
@@ -245,7 +258,8 @@ class TrainConfig(_Section):
                 f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "
                 f"({self.agent.temperature}): the trainer scores every row at one temperature"
             )
-        if not self.policy.endpoints and self.update.importance_sampling != "off" and self.agent.temperature != 1.0:
+        llama_cpp = not self.policy.endpoints and self.policy.server == "llama.cpp"
+        if llama_cpp and self.update.importance_sampling != "off" and self.agent.temperature != 1.0:
             raise ValueError(
                 f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
                 "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
@@ -295,10 +309,17 @@ class TrainConfig(_Section):
 
     def _weight_sync_fits(self) -> None:
         policy = self.policy
-        if policy.sync == "reload" and policy.endpoints:
-            raise ValueError("policy.weight_sync=reload restarts the embedded server: it cannot serve policy.endpoints")
-        if policy.sync in ("vllm-lora", "vllm-nccl") and not policy.endpoints:
-            raise ValueError(f"policy.weight_sync={policy.sync} pushes to vLLM: give policy.endpoints")
+        if policy.sync == "reload" and (policy.endpoints or policy.server != "llama.cpp"):
+            raise ValueError("policy.weight_sync=reload restarts the embedded llama.cpp server: it cannot serve "
+                             "policy.endpoints or policy.server=vllm")  # fmt: skip
+        if (
+            policy.sync in ("vllm-lora", "vllm-reload", "vllm-nccl")
+            and not policy.endpoints
+            and policy.server != "vllm"
+        ):
+            raise ValueError(
+                f"policy.weight_sync={policy.sync} pushes to vLLM: give policy.endpoints or policy.server=vllm"
+            )
         if policy.sync == "vllm-lora" and not policy.lora_rank:
             raise ValueError("policy.weight_sync=vllm-lora hot-loads an adapter: set policy.lora_rank > 0")
 
@@ -346,6 +367,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "designer": {"documents": 2, "generations": 4},
         "run": {"iterations": 9, "eval_tasks": 10},
     }),
+    # cpu-tiny played through a real vLLM server, its CPU build (`just train-vllm`): started on the policy's float
+    # checkpoint by the run, full weights reloaded in place after each update (policy.weight_sync=vllm-reload).
+    "cpu-vllm": _overlaid(CPU_TINY, {"policy": {"server": "vllm"}}),
     # vLLM endpoints serving Qwen3-4B-Instruct-2507 (see the README for the server flags), the paper's knobs.
     "gpu-qwen3-4b": {
         "policy": {"model": QWEN3_4B, "served_name": QWEN3_4B},

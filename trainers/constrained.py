@@ -14,6 +14,12 @@ token is read as its text (llama.cpp's grammar sees `<|im_start|>` as those 12 c
 end-of-generation token only where the grammar is complete, which never precedes a sampled token here.
 A grammar in llguidance's own syntax (`%llguidance ...`, what llama.cpp builds from a JSON schema and runs
 through its llguidance sampler) is rebuilt as it is, with llguidance's own rules on both sides.
+vLLM (`GrammarSampler` "vllm") masks the logits with xgrammar before its sampler. xgrammar reads a GBNF
+grammar as llama.cpp does, special tokens as their text, except that only the EOS ends a complete grammar, so
+<|endoftext|> and <reponame> are text to it (compared token set for token set with xgrammar 0.2.8 on 544
+positions of tokens-mode replies: identical; under llama.cpp's rules 175 positions differed, and the trainer's
+logprobs were up to 0.02 from vLLM's).
+
 `restrict_to_grammar` makes a `GRPOTrainer` subtract log Z, computed from the same forward pass, at every
 such token; tokens whose admitted set is the whole vocabulary are left as they are (Z is 1).
 """
@@ -24,7 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import structlog
@@ -35,6 +41,8 @@ from engine.trajectory import SampledSpan
 from trainers.rows import TrainingRow, padding_row
 
 log = structlog.get_logger(__name__)
+
+GrammarSampler = Literal["llama.cpp", "vllm"]  # whose rules decide what a grammar admits
 
 
 @dataclass
@@ -57,25 +65,28 @@ class Restriction:
 class AdmittedTokens:
     """The tokens a grammar admits after each prefix of a reply, for one tokenizer (built once, ~0.4 s)."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, sampler: GrammarSampler = "llama.cpp") -> None:
         import llguidance.hf
 
         self.tokenizer = tokenizer
+        self.sampler = sampler
         self.lltokenizer = llguidance.hf.from_tokenizer(tokenizer)
         self.vocab = self.lltokenizer.vocab_size
-        end = end_of_generation_ids(tokenizer)  # what llama.cpp's grammar sampler admits where a grammar is complete
+        # What ends a complete grammar: llama.cpp's grammar sampler admits every end-of-generation token there,
+        # vLLM's xgrammar only the request's stop tokens (the EOS).
+        end = end_of_generation_ids(tokenizer) if sampler == "llama.cpp" else {tokenizer.eos_token_id}
         self._end_ids = sorted(end)
         self._ends = frozenset(end)
-        # How llama.cpp's grammar reads a token other than by its bytes: a special token that does not end
-        # generation as its text, a token holding a NUL as the bytes before it (llama.cpp reads each token's
-        # text as a C string), and a token that starts with a NUL as nothing it ever admits.
+        # How the sampler's grammar reads a token other than by its bytes: a special token that does not end
+        # generation as its text (both); under llama.cpp also a token holding a NUL as the bytes before it
+        # (it reads each token's text as a C string), and a token that starts with a NUL as nothing it admits.
         self._read_as: dict[int, list[int]] = {}
         self._never: list[int] = []
         decoder = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         for token_id, added in decoder.items():
             if getattr(added, "special", False) and token_id not in end:
                 self._read_as[token_id] = self._byte_ids(added.content.encode())
-        for token_id in range(self.vocab):
+        for token_id in range(self.vocab if sampler == "llama.cpp" else 0):
             text = self.lltokenizer.decode_bytes([token_id])
             if token_id in end or token_id in self._read_as:
                 continue
@@ -127,7 +138,7 @@ class AdmittedTokens:
             if matcher.is_error():  # its parser's limits: llguidance stops rather than answer wrong
                 raise GrammarUnreadable(f"llguidance gave up at completion position {index}: {matcher.get_error()}")
             if gbnf:
-                self._as_llama_cpp_reads(matcher, mask)
+                self._as_the_sampler_reads(matcher, mask)
             if not _has(mask, token):
                 refused_at.append(index)
                 matcher = None  # the rest of this span stays unrestricted
@@ -174,10 +185,10 @@ class AdmittedTokens:
                 matcher.consume_tokens(self._read_as.get(token, [token]) if gbnf else [token])
         return flags
 
-    def _as_llama_cpp_reads(self, matcher: Any, mask: np.ndarray) -> None:
-        """Where llama.cpp's grammar reads tokens otherwise than llguidance: tokens read as other text (special
-        tokens, NULs), tokens never admitted, and every end-of-generation token (not only the EOS) once the
-        grammar is complete."""
+    def _as_the_sampler_reads(self, matcher: Any, mask: np.ndarray) -> None:
+        """Where the sampler's grammar (llama.cpp's, or vLLM's xgrammar) reads tokens otherwise than llguidance:
+        tokens read as other text (special tokens; NULs under llama.cpp), tokens never admitted, and the tokens
+        that end a complete grammar (llama.cpp: every end-of-generation token; xgrammar: the EOS)."""
         for token_id, text_ids in self._read_as.items():
             if matcher.validate_tokens(text_ids) == len(text_ids):
                 _set(mask, token_id)
@@ -236,8 +247,9 @@ class GrammarRestrictions:
     DISAGREES = "sampled tokens the trainer's reading of the grammar refuses"
     CLASH = "the same token ids as another row of the batch under another grammar"  # TRL's hook finds rows by ids
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, sampler: GrammarSampler = "llama.cpp") -> None:
         self.tokenizer = tokenizer
+        self.sampler = sampler
         self._admitted: AdmittedTokens | None = None  # built with the first row that has a grammar
         self._rows: dict[tuple[tuple[int, ...], tuple[int, ...]], Restriction] = {}
         self._readings: dict[tuple[tuple[int, ...], tuple[int, ...]], Any] = {}  # the grammars each was built from
@@ -269,7 +281,7 @@ class GrammarRestrictions:
         if key in self._rows:
             return None if self._readings[key] == reading else (self.CLASH, f"{len(row.completion_ids)} ids")
         if self._admitted is None:
-            self._admitted = AdmittedTokens(self.tokenizer)
+            self._admitted = AdmittedTokens(self.tokenizer, self.sampler)
         try:
             restriction = self._admitted.restriction(row.grammar, row.completion_ids, row.env_mask, row.spans)
         except GrammarUnreadable as error:

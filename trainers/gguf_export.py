@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from trainers.gguf_llama import hf_name, llama_config, to_gguf
+from engine.gguf_llama import hf_name, llama_config, to_gguf
 
 ExportType = Literal["f16", "f32"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from trainers.constrained import GrammarRestrictions, restrict_to_grammar
+from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
@@ -53,6 +53,7 @@ class UpdateSettings:
     # Rows sampled under a grammar: score each token under the model restricted to what the grammar admitted
     # (the policy that sampled, `trainers.constrained`), or under the full softmax (the old, biased way).
     grammar_logprobs: GrammarLogprobs = "restricted"
+    grammar_sampler: GrammarSampler = "llama.cpp"  # whose rules the grammars were sampled under (llama.cpp or vLLM)
 
     def __post_init__(self) -> None:
         if self.rows_per_update % self.rows_per_pass:
@@ -304,7 +305,7 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
     if settings.importance_sampling != "off":
         _correct_for_the_sampler(trainer)
     if settings.grammar_logprobs == "restricted":
-        feed.restrictions = GrammarRestrictions(tokenizer)
+        feed.restrictions = GrammarRestrictions(tokenizer, settings.grammar_sampler)
         restrict_to_grammar(trainer, feed.restrictions)
     return trainer
 

@@ -37,6 +37,7 @@ from trainers.compare import (
     write_comparison,
 )
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
+from trainers.constrained import GrammarSampler
 from trainers.corpus import Corpus, CorpusError, open_source
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings
@@ -62,6 +63,7 @@ from trainers.weight_sync import (
     GGUFReloadSync,
     VLLMLoRASync,
     VLLMNCCLSync,
+    VLLMReloadSync,
     WeightSync,
     WeightSyncError,
     require_cuda_for_nccl,
@@ -134,6 +136,8 @@ def train(
             except ServerStartError as error:
                 raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
         urls = [server.base_url] if server else list(config.policy.endpoints)
+        if not urls:  # policy.server=vllm
+            urls = [_started_vllm(stack, config, source)]
         try:
             anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks)
         except InfrastructureFailure as error:
@@ -185,9 +189,23 @@ def _start_over(out: Path) -> None:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
+def _started_vllm(stack: ExitStack, config: TrainConfig, source: Path | str) -> str:
+    """vLLM's CPU build serving the policy's float checkpoint, for the run's length; its OpenAI base URL."""
+    from engine.vllm_server import VLLMServer, VLLMSettings, hf_model
+
+    try:
+        model = hf_model(str(source))
+        settings = VLLMSettings(
+            model=model, served_name=config.policy.served_name, max_lora_rank=config.policy.lora_rank
+        )
+        return stack.enter_context(VLLMServer(settings)).base_url
+    except (ServerStartError, ModelNotFoundError) as error:
+        raise typer.BadParameter(str(error), param_hint="--set policy.server") from None
+
+
 def _embedded_server(config: TrainConfig, source: Path | str) -> ServerSettings | None:
-    """How to serve the policy here, or None when it is served by `policy.endpoints`."""
-    if config.policy.endpoints:
+    """How llama.cpp serves the policy here, or None when `policy.endpoints` or vLLM serve it."""
+    if config.policy.endpoints or config.policy.server != "llama.cpp":
         return None
     if not isinstance(source, Path) or source.suffix != ".gguf":
         raise typer.BadParameter(
@@ -228,7 +246,7 @@ async def _run(
 
     set_seed(config.run.seed)  # a fresh LoRA adapter's initial weights
     model, hf_tokenizer = load_policy(source, _lora(config), checkpoint)
-    sync = _weight_sync(config, source, server, out)
+    sync = _weight_sync(config, source, server, urls, out)
     if sync is None:
         log.warning("policy.weight_sync=none: the endpoints keep serving their own weights (rollouts go off-policy)")
     else:
@@ -336,6 +354,12 @@ def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSe
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
 
 
+def grammar_sampler(config: TrainConfig) -> GrammarSampler:
+    """Whose rules the run's grammars are sampled under: the embedded llama.cpp server's, or vLLM's (endpoints
+    are vLLM servers: tokens mode sends its grammars as vLLM's structured outputs)."""
+    return "llama.cpp" if not config.policy.endpoints and config.policy.server == "llama.cpp" else "vllm"
+
+
 def update_settings(config: TrainConfig) -> UpdateSettings:
     """The update's knobs as the trainer takes them: its batch holds both roles' rows (`update_rows`), scored at the
     agent's sampling temperature."""
@@ -348,6 +372,7 @@ def update_settings(config: TrainConfig) -> UpdateSettings:
                           importance_sampling_cap=knobs.importance_sampling_cap,
                           gradient_checkpointing=knobs.gradient_checkpointing,
                           grammar_logprobs=knobs.grammar_logprobs,
+                          grammar_sampler=grammar_sampler(config),
                           temperature=config.agent.temperature)  # fmt: skip
 
 
@@ -361,18 +386,20 @@ def _lora(config: TrainConfig) -> LoraSettings | None:
 
 
 def _weight_sync(
-    config: TrainConfig, source: Path | str, server: EmbeddedServer | None, out: Path
+    config: TrainConfig, source: Path | str, server: EmbeddedServer | None, urls: list[str], out: Path
 ) -> WeightSync | None:
     """The sync `policy.weight_sync` names (config validation has matched it to the endpoints already)."""
     kind = config.policy.sync
     if kind == "reload":
         assert server is not None and isinstance(source, Path)
         return GGUFReloadSync(server, source, out / WEIGHTS_DIR)
+    directory = Path(config.policy.weights_dir) if config.policy.weights_dir else out / WEIGHTS_DIR
     if kind == "vllm-lora":
-        directory = Path(config.policy.adapter_dir) if config.policy.adapter_dir else out / WEIGHTS_DIR
-        return VLLMLoRASync(config.policy.endpoints, config.policy.adapter_name, directory)
+        return VLLMLoRASync(urls, config.policy.adapter_name, directory)
+    if kind == "vllm-reload":
+        return VLLMReloadSync(urls, directory)
     if kind == "vllm-nccl":
-        return VLLMNCCLSync(config.policy.endpoints)
+        return VLLMNCCLSync(urls)
     return None
 
 

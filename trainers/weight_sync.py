@@ -1,12 +1,15 @@
 """Getting the trainer's current weights to the servers that sample rollouts.
 
 `WeightSync` is the one interface the training loop sees; once `push` returns, every new request is
-sampled from the pushed weights. Three ways, one per kind of server:
+sampled from the pushed weights. Four ways:
 
 - `GGUFReloadSync` (CPU): export the policy to a GGUF (LoRA merged) and restart the embedded llama.cpp
   server on it, on the same port, so the engine's endpoint URL stays valid;
 - `VLLMLoRASync`: save the LoRA adapter where the vLLM servers can read it and hot-load it under one name
   (`/v1/load_lora_adapter`, always in place); requests name the adapter as their model;
+- `VLLMReloadSync`: save all weights (LoRA merged) as safetensors where the vLLM servers can read them and
+  have each reload them in place (`reload_weights` through vLLM's `/collective_rpc`): what works where NCCL
+  does not, a CPU trainer or vLLM's CPU build (about 1 s for 135M here);
 - `VLLMNCCLSync`: stream all weights (LoRA merged) to the vLLM servers over NCCL through TRL's
   `VLLMClient` (vLLM's weight-transfer engine); the trainer needs a CUDA device.
 
@@ -128,6 +131,50 @@ class VLLMLoRASync:
         return version
 
 
+class VLLMReloadSync:
+    """Full weights to vLLM servers started with `VLLM_SERVER_DEV_MODE=1`, through a directory they read.
+
+    Each push writes `<directory>/policy-v<N>/model.safetensors` (same machine or a shared filesystem) and asks
+    every server to reload its weights from there in place (`POST /collective_rpc` `reload_weights`); the
+    served name and the engine's endpoint URLs stay as they are. Pushed at start, so the servers sample from
+    the trainer's weights even when they were started on another copy (a resumed run).
+    """
+
+    def __init__(self, endpoints: list[str], directory: Path, timeout: float = 600.0) -> None:
+        self.endpoints = [_server_root(url) for url in endpoints]
+        self.directory = directory
+        self.timeout = timeout
+        self.version = 0
+        self.served_model: str | None = None
+
+    def start(self, model: Any, resumed: bool) -> None:
+        self.push(model)
+
+    def push(self, model: Any) -> int:
+        from safetensors.torch import save_file
+
+        started = time.perf_counter()
+        version = self.version + 1
+        path = (self.directory / f"policy-v{version:05d}").resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        with merged_weights(model) as weights:
+            # Each its own copy: safetensors refuses tensors that share storage (tied embeddings).
+            tensors = {name: value.detach().to("cpu", copy=True).contiguous() for name, value in weights.items()}
+            save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+        saved = time.perf_counter()
+        body = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
+        for url in self.endpoints:
+            _post(f"{url}/collective_rpc", body, self.timeout)
+            _post(f"{url}/reset_prefix_cache", None, self.timeout)
+        previous = path.with_name(f"policy-v{self.version:05d}")
+        if self.version and previous.is_dir():
+            shutil.rmtree(previous)  # only the served weights are kept; checkpoints hold the trainer's copies
+        self.version = version
+        log.info("weights reloaded", version=version, servers=len(self.endpoints), path=str(path),
+                 save_s=round(saved - started, 2), reload_s=round(time.perf_counter() - saved, 2))  # fmt: skip
+        return version
+
+
 class VLLMNCCLSync:
     """All weights to vLLM servers over NCCL (servers started with `VLLM_SERVER_DEV_MODE=1` and
     `--weight-transfer-config '{"backend":"nccl"}'`), through TRL's `VLLMClient`.
@@ -179,7 +226,8 @@ def require_cuda_for_nccl() -> None:
     if not torch.cuda.is_available():
         raise WeightSyncError(
             "vllm-nccl weight sync streams weights over NCCL and needs a CUDA trainer; on a machine without "
-            "one, train a LoRA (policy.lora_rank) and hot-load it (policy.weight_sync=vllm-lora)"
+            "one, reload full weights from a shared directory (policy.weight_sync=vllm-reload) or train a LoRA "
+            "(policy.lora_rank) and hot-load it (policy.weight_sync=vllm-lora)"
         )
 
 
@@ -196,8 +244,8 @@ def _post(url: str, body: dict[str, Any] | None, timeout: float) -> None:
         response = httpx.post(url, json=body, timeout=timeout)
     except httpx.HTTPError as error:
         raise WeightSyncError(f"{url}: {error!r}") from None
-    if response.status_code == 404 and url.endswith("/reset_prefix_cache"):
-        raise WeightSyncError(f"{url}: 404; start vLLM with VLLM_SERVER_DEV_MODE=1 so stale prefixes can be dropped")
+    if response.status_code == 404 and url.endswith(("/reset_prefix_cache", "/collective_rpc")):
+        raise WeightSyncError(f"{url}: 404; start vLLM with VLLM_SERVER_DEV_MODE=1 (its admin routes)")
     if response.status_code == 404 and url.endswith("/load_lora_adapter"):
         raise WeightSyncError(
             f"{url}: 404; start vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 (or the adapter "

@@ -42,7 +42,7 @@ def llama() -> LlamaCppGrammar:
 def agreement(llama: LlamaCppGrammar) -> Agreement:
     from transformers import AutoTokenizer
 
-    from trainers.checkpoint import float_checkpoint
+    from engine.hf_checkpoint import float_checkpoint
 
     return Agreement(llama, AutoTokenizer.from_pretrained(str(float_checkpoint(default_gguf()))))
 

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from engine.gguf_llama import UnsupportedModelError, hf_name, llama_config, to_hf_order, to_llama_cpp_order
+from engine.hf_checkpoint import WEIGHTS_FILE, float_checkpoint
 from engine.local_models import default_gguf
-from trainers.checkpoint import WEIGHTS_FILE, float_checkpoint, load_policy
+from trainers.checkpoint import load_policy
 from trainers.gguf_export import export_gguf
-from trainers.gguf_llama import UnsupportedModelError, hf_name, llama_config, to_hf_order, to_llama_cpp_order
 
 
 def test_rotary_permutation_round_trips_and_moves_rows() -> None:

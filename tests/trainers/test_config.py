@@ -44,7 +44,8 @@ def test_overrides_are_typed_and_validated() -> None:
         (["ablations.fixed_pool=true", "agent.reference_tasks=0"], "agent.reference_tasks must be > 0"),
         (["update.rows_per_pass=5"], "{'agent': 8, 'designer': 4}, must add up to a multiple of update.rows_per_pass"),
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=reload"], "cannot serve policy.endpoints"),
-        (["policy.weight_sync=vllm-nccl"], "policy.weight_sync=vllm-nccl pushes to vLLM: give policy.endpoints"),
+        (["policy.server=vllm", "policy.weight_sync=reload"], "cannot serve policy.endpoints or policy.server=vllm"),
+        (["policy.weight_sync=vllm-nccl"], "vllm-nccl pushes to vLLM: give policy.endpoints or policy.server=vllm"),
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=vllm-lora"], "set policy.lora_rank > 0"),
         (["policy.weight_sync=rsync"], "policy.weight_sync: Input should be 'auto', 'reload'"),
         (["designer.invalid_penalty=3"], "designer.invalid_penalty: Input should be less than or equal to 0"),
@@ -67,7 +68,8 @@ def test_the_designers_rows_come_on_top_of_the_agents_in_an_update() -> None:
 
 
 def test_an_unknown_preset_lists_the_known_ones() -> None:
-    with pytest.raises(ConfigError, match="no preset 'huge'; choose one of: cpu-tiny, cpu-selfplay, gpu-qwen3-4b"):
+    known = "cpu-tiny, cpu-selfplay, cpu-vllm, gpu-qwen3-4b"
+    with pytest.raises(ConfigError, match=f"no preset 'huge'; choose one of: {known}"):
         load_config("huge")
 
 
@@ -76,9 +78,11 @@ def test_an_unknown_preset_lists_the_known_ones() -> None:
     [
         ([], "reload"),  # the embedded server: export and reload, LoRA merged or not
         (["policy.lora_rank=8"], "reload"),
-        (['policy.endpoints=["http://gpu:8000/v1"]'], "vllm-nccl"),
+        (['policy.endpoints=["http://gpu:8000/v1"]'], "vllm-reload"),  # no CUDA here: NCCL cannot run
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.lora_rank=8"], "vllm-lora"),
         (['policy.endpoints=["http://gpu:8000/v1"]', "policy.weight_sync=none"], "none"),
+        (["policy.server=vllm"], "vllm-reload"),  # vLLM's CPU build, started by the run
+        (["policy.server=vllm", "policy.lora_rank=8"], "vllm-lora"),
     ],
 )
 def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str], sync: str) -> None:
@@ -181,3 +185,19 @@ def test_plan_rules_need_a_spec_designer() -> None:
         load_config("cpu-tiny", ["designer.plans=change", "designer.format=python", "designer.task_text=written"])
     with pytest.raises(ConfigError, match=r"designer\.plan_calls"):
         load_config("cpu-tiny", ["designer.plan_calls=4"])  # past what a spec's budget holds
+
+
+@pytest.mark.parametrize(
+    ("preset", "overrides", "sampler"),
+    [
+        ("cpu-tiny", [], "llama.cpp"),
+        ("cpu-vllm", [], "vllm"),
+        ("cpu-tiny", ['policy.endpoints=["http://gpu:8000/v1"]'], "vllm"),
+    ],
+)
+def test_the_trainer_reads_grammars_by_the_rules_of_the_server_that_sampled(
+    preset: str, overrides: list[str], sampler: str
+) -> None:
+    from trainers.train_cli import update_settings
+
+    assert update_settings(load_config(preset, overrides)).grammar_sampler == sampler

@@ -94,6 +94,27 @@ def test_a_reply_llama_cpp_ended_on_any_of_its_end_tokens_is_admitted(policy: tu
     assert template.reply_text([*reply, tokenizer.convert_tokens_to_ids("<reponame>")]).endswith('"O-17"}}')
 
 
+def test_under_vllms_rules_only_the_eos_ends_and_other_end_tokens_are_text(policy: tuple[Any, Any]) -> None:
+    """vLLM's xgrammar ends a complete grammar only on the EOS and reads every other special token as its text,
+    <|endoftext|> and <reponame> too; llama.cpp ends on any end-of-generation token and never reads those as
+    text. The trainer's log Z must be the sampler's (compared set for set with xgrammar, and logprob for
+    logprob with the real server, in tests/engine/test_vllm.py)."""
+    _, tokenizer = policy
+    reply = tokenizer.encode('{"name": "get_order", "arguments": {"order_id": "O-17"}}<|im_end|>')
+    inside_string = next(i for i in range(len(reply)) if tokenizer.decode(reply[:i]).endswith('"order_id": "O'))
+    start, text_end = tokenizer.convert_tokens_to_ids("<|im_start|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    for sampler in ("llama.cpp", "vllm"):
+        restriction = AdmittedTokens(tokenizer, sampler).restriction(call_grammar(TOOLS), reply, [1] * len(reply))
+        assert not restriction.refused
+        rows = restriction.admitted(len(tokenizer))
+        at_string = rows[list(restriction.positions).index(inside_string)]
+        at_end = rows[list(restriction.positions).index(len(reply) - 1)]
+        assert bool(at_string[start]), "<|im_start|> is its 12 characters to both"
+        assert bool(at_string[text_end]) == (sampler == "vllm"), sampler
+        ends = {int(token) for token in at_end.nonzero()[:, 0]}
+        assert ends == ({tokenizer.eos_token_id} if sampler == "vllm" else end_of_generation_ids(tokenizer)), sampler
+
+
 def test_the_trainer_scores_grammar_rows_under_the_restricted_softmax(policy: tuple[Any, Any], tmp_path: Path) -> None:
     import torch
 

@@ -47,7 +47,7 @@ PLANES = [0, 0, 0, 1, 1, 2, 3, 14, 15, 16]
 def agreement() -> Agreement:
     from transformers import AutoTokenizer
 
-    from trainers.checkpoint import float_checkpoint
+    from engine.hf_checkpoint import float_checkpoint
 
     gguf = default_gguf()
     tokenizer = AutoTokenizer.from_pretrained(str(float_checkpoint(gguf)))  # the trainer's tokenizer

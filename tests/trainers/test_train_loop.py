@@ -81,7 +81,10 @@ def test_a_run_stopped_before_its_first_checkpoint_starts_over_on_resume(tmp_pat
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--endpoint", "http://127.0.0.1:9/v1"], "vllm-nccl weight sync streams weights over NCCL and needs a CUDA"),
+        (
+            ["--endpoint", "http://127.0.0.1:9/v1", "--set", "policy.weight_sync=vllm-nccl"],
+            "vllm-nccl weight sync streams weights over NCCL and needs a CUDA",
+        ),
         (["--preset", "gpu-qwen3-4b"], "the embedded server runs GGUF files, not 'Qwen/Qwen3-4B-Instruct-2507'"),
     ],
 )
