@@ -18,8 +18,7 @@ LORA_RANK = 8
 @pytest.fixture(scope="session")
 def vllm_server(model_cache: Any) -> Iterator[VLLMServer]:
     """The embedded model's float checkpoint on vLLM, LoRA hot-loading on; must stop cleanly on SIGTERM."""
-    server = VLLMServer(VLLMSettings(model=float_checkpoint(default_gguf()), max_model_len=4096,
-                                     max_lora_rank=LORA_RANK))  # fmt: skip
+    server = VLLMServer(VLLMSettings(model=float_checkpoint(default_gguf()), max_lora_rank=LORA_RANK))
     server.start()
     try:
         yield server
