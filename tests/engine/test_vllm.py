@@ -80,6 +80,7 @@ async def test_chat_mode_reads_calls_through_vllms_tool_parser(tmp_path: Path, v
     # vLLM renders the history again each turn and tokenises the calls it parsed afresh: the ids it sampled
     # are not always the ids it reads back. The engine keeps what was sampled and counts each such episode.
     drifted = [r for r in records if r.tokens is not None and r.tokens.drift]
+    print(f"chat mode through vLLM: {len(drifted)} of {len(records)} episodes drifted")
     assert stats.drifted == len(drifted) and all(not r.tokens.exact for r in drifted if r.tokens)
 
 
