@@ -323,10 +323,10 @@ class TokensClient:
             "skip_special_tokens": False,
             **settings.extra_body,
         }
-        if grammar and settings.completions == "llama.cpp":
+        if grammar:  # llama.cpp's field (its own API and its OpenAI one); vLLM ignores it and reads its own
             body["grammar"] = grammar
-        elif grammar:  # vLLM's structured outputs read llama.cpp's GBNF (xgrammar) and `%llguidance` lark
-            body["structured_outputs"] = {"grammar": grammar}
+            if settings.completions == "openai":
+                body["structured_outputs"] = {"grammar": grammar}  # xgrammar reads llama.cpp's GBNF as is
         if settings.completions == "llama.cpp":
             body["return_tokens"] = True
             body["n_probs"] = 1
