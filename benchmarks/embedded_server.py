@@ -79,6 +79,7 @@ async def _burst(
 async def generation_rate(client: httpx.AsyncClient, base: str, at_once: int, max_tokens: int, salt: int) -> float:
     bodies = [
         {
+            "model": "default",  # the served name vLLM asks for; llama.cpp serves one model and ignores it
             "messages": [{"role": "user", "content": f"Tell a story about a {WORDS[(salt + i) % len(WORDS)]} ({i})."}],
             "max_tokens": max_tokens,
             "temperature": 0.8,

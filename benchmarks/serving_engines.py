@@ -32,7 +32,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.embedded_server import WORDS
+from benchmarks.embedded_server import WORDS, generation_rate
 from engine.hf_checkpoint import float_checkpoint
 from engine.llama_server import EmbeddedServer, ServerSettings
 from engine.local_models import default_gguf
@@ -46,29 +46,6 @@ class Measured:
     warm_ttft_s: float
     memory_gib: float
     start_s: float
-
-
-def story_requests(at_once: int, max_tokens: int, salt: int) -> list[dict[str, object]]:
-    return [
-        {
-            "model": "default",
-            "messages": [{"role": "user", "content": f"Tell a story about a {WORDS[(salt + i) % len(WORDS)]} ({i})."}],
-            "max_tokens": max_tokens,
-            "temperature": 0.8,
-            "ignore_eos": True,
-        }
-        for i in range(at_once)
-    ]
-
-
-async def generation_rate(client: httpx.AsyncClient, url: str, at_once: int, max_tokens: int, salt: int) -> float:
-    started = time.perf_counter()
-    bodies = story_requests(at_once, max_tokens, salt)
-    responses = await asyncio.gather(*(client.post(f"{url}/chat/completions", json=body) for body in bodies))
-    wall = time.perf_counter() - started
-    for response in responses:
-        response.raise_for_status()
-    return sum(response.json()["usage"]["completion_tokens"] for response in responses) / wall
 
 
 async def first_token_s(client: httpx.AsyncClient, url: str, prompt: str) -> float:

@@ -34,6 +34,7 @@ from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan, read
 from engine.templates import CHATML_WITH_TOOLS, load_template
 from engine.trajectory import EpisodeRecord
 from engine.transport import TransportKind
+from engine.vllm_server import VLLMSettings, hf_model, install_vllm, serve_vllm_forever
 from toolworlds.registry import UnknownWorldError, is_model_written
 from toolworlds.sandbox import SandboxPool, WorldLoadError
 from toolworlds.serving import HostOption
@@ -311,18 +312,20 @@ def vllm(
     host: HostOption = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port (0: any free one).")] = 8000,
     served_name: Annotated[str, typer.Option(help="The model name requests ask for.")] = "default",
-    max_model_len: Annotated[int, typer.Option(min=256, help="Tokens one request may hold.")] = 8192,
-    dtype: Annotated[str, typer.Option(help="Weights' precision (float32: the trainer's own).")] = "float32",
-    kv_cache_gib: Annotated[int, typer.Option(min=1, help="GiB of host memory for the KV cache.")] = 2,
+    max_model_len: Annotated[
+        int, typer.Option(min=256, help="Tokens one request may hold.")
+    ] = VLLMSettings.max_model_len,
+    dtype: Annotated[str, typer.Option(help="Weights' precision (float32: the trainer's own).")] = VLLMSettings.dtype,
+    kv_cache_gib: Annotated[
+        int, typer.Option(min=1, help="GiB of host memory for the KV cache.")
+    ] = VLLMSettings.kv_cache_gib,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
     max_lora_rank: Annotated[int, typer.Option(min=0, help="Allow LoRA adapters up to this rank (0: none).")] = 16,
-    tool_parser: Annotated[str, typer.Option(help="vLLM's tool-call parser for chat mode.")] = "hermes",
+    tool_parser: Annotated[str, typer.Option(help="vLLM's tool-call parser for chat mode.")] = VLLMSettings.tool_parser,
     install: Annotated[bool, typer.Option(help="Install vLLM's CPU build into its own environment first.")] = False,
 ) -> None:
     """Serve a model with vLLM's CPU build over an OpenAI-compatible API, until SIGTERM or Ctrl-C."""
-    from engine.vllm_server import VLLMSettings, hf_model, install_vllm, serve_vllm_forever
-
-    try:
+    with _startup_errors_as_one_line():
         if install:
             install_vllm()
         settings = VLLMSettings(
@@ -338,9 +341,6 @@ def vllm(
             tool_parser=tool_parser,
         )
         serve_vllm_forever(settings)
-    except (ModelNotFoundError, ServerStartError) as error:
-        typer.echo(f"{ERROR_PREFIX}{error}", err=True)
-        raise typer.Exit(2) from None
 
 
 def serve(
@@ -369,7 +369,7 @@ def serve(
     ] = ServerSettings.flash_attention,
 ) -> None:
     """Serve a local GGUF model over an OpenAI-compatible API (llama.cpp), until SIGTERM or Ctrl-C."""
-    try:
+    with _startup_errors_as_one_line():
         settings = ServerSettings(
             model=resolve_gguf(model),
             host=host,
@@ -384,8 +384,15 @@ def serve(
             flash_attention=flash_attention,
         )
         serve_forever(settings)
+
+
+@contextmanager
+def _startup_errors_as_one_line() -> Iterator[None]:
+    """A server command that cannot start says why in one line a parent process (`EmbeddedServer`) can pick out
+    of the server's own log, and exits 2."""
+    try:
+        yield
     except (ModelNotFoundError, ServerStartError) as error:
-        # One line a parent process (EmbeddedServer) can pick out of llama.cpp's log.
         typer.echo(f"{ERROR_PREFIX}{error}", err=True)
         raise typer.Exit(2) from None
 

@@ -110,7 +110,7 @@ def check_port_free(host: str, port: int) -> None:
     """llama.cpp only logs a failed bind; try it first (with the project's own `bind`) for one clear error."""
     if port == 0:
         return
-    from toolworlds.serving import bind
+    from toolworlds.serving import bind  # uvicorn and the world contract: not at every command's start
 
     try:
         bind(host, port).close()
@@ -291,15 +291,9 @@ class EmbeddedServer:
         if self._log is not None:
             self._log.close()
             Path(self._log.name).unlink(missing_ok=True)
-        if process is None or process.poll() is not None:
-            return None if process is None else process.returncode
-        process.send_signal(signal.SIGTERM)
-        try:
-            return process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            log.warning("embedded server ignored SIGTERM; killing it", pid=process.pid)
-            process.kill()
-            return process.wait()
+        from toolworlds.serving import stop_child
+
+        return None if process is None else stop_child(process)
 
     def __enter__(self) -> Self:
         self.start()

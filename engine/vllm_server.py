@@ -15,10 +15,10 @@ line as `spadework serve` once `/health` answers, and stops it on SIGTERM or Ctr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,10 +27,12 @@ from pathlib import Path
 from types import FrameType
 
 import structlog
+import typer
 
 from engine.hf_checkpoint import float_checkpoint
 from engine.llama_server import READY_LINE, EmbeddedServer, ServerStartError, _healthy, _stop_with_parent
 from engine.local_models import ModelNotFoundError, resolve_gguf
+from toolworlds.serving import bind, stop_child
 
 log = structlog.get_logger()
 
@@ -94,11 +96,14 @@ def hf_model(spec: str) -> Path:
     return float_checkpoint(resolve_gguf(spec))
 
 
-def free_port(host: str) -> int:
-    """A port nothing listens on now (vLLM needs a number; it cannot report one it chose)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+def chosen_port(host: str, port: int) -> int:
+    """`port` if it is free (one clear error if not), else with 0 one the OS has free now: vLLM needs a number
+    and cannot report one it chose."""
+    try:
+        with contextlib.closing(bind(host, port)) as sock:
+            return int(sock.getsockname()[1])
+    except typer.BadParameter as error:
+        raise ServerStartError(error.message) from None
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ def serve_vllm_forever(settings: VLLMSettings, start_timeout_s: float = 600.0) -
     python = vllm_python()
     if not (settings.model / "config.json").is_file():
         raise ServerStartError(f"{settings.model} is not a Hugging Face checkpoint (no config.json)")
-    port = settings.port or free_port(settings.host)
+    port = chosen_port(settings.host, settings.port)
     url = f"http://{settings.host}:{port}/v1"
     process = subprocess.Popen(
         settings.server_command(python, port), env=settings.server_environment(), preexec_fn=_stop_with_parent
@@ -194,13 +199,7 @@ def serve_vllm_forever(settings: VLLMSettings, start_timeout_s: float = 600.0) -
             )
         process.wait()
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_child(process, timeout=60)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         log.info("server stopped", engine="vllm", url=url, status=process.returncode)

@@ -86,12 +86,20 @@ def launched_command(*arguments: str, timeout: float = 60.0) -> Iterator[str]:
     try:
         yield _announced_url(process, timeout)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child(process, signal.SIGINT, timeout=15)
+
+
+def stop_child(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+    """Ask a child process to stop with `sig`, kill it if it has not within `timeout` seconds; its exit status."""
+    if process.poll() is not None:
+        return process.returncode
+    process.send_signal(sig)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        log.warning("child ignored its stop signal; killing it", pid=process.pid, signal=sig)
+        process.kill()
+        return process.wait()
 
 
 def _announced_url(process: subprocess.Popen[str], timeout: float) -> str:

@@ -72,12 +72,17 @@ class PolicyConfig(_Section):
     adapter_name: str = Field("spadework-policy", description="vllm-lora: the name requests ask the server for.")
 
     @property
+    def on_embedded_llama_cpp(self) -> bool:
+        """Whether the run serves the policy itself on the embedded llama.cpp server (no endpoints, no vLLM)."""
+        return not self.endpoints and self.server == "llama.cpp"
+
+    @property
     def sync(self) -> WeightSyncKind:
         """The weight sync `auto` stands for: reload the embedded server, else hot-load a LoRA, else push all
         weights over NCCL from a CUDA trainer or through a directory from any other."""
         if self.weight_sync != "auto":
             return self.weight_sync
-        if not self.endpoints and self.server == "llama.cpp":
+        if self.on_embedded_llama_cpp:
             return "reload"
         if self.lora_rank:
             return "vllm-lora"
@@ -258,8 +263,11 @@ class TrainConfig(_Section):
                 f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "
                 f"({self.agent.temperature}): the trainer scores every row at one temperature"
             )
-        llama_cpp = not self.policy.endpoints and self.policy.server == "llama.cpp"
-        if llama_cpp and self.update.importance_sampling != "off" and self.agent.temperature != 1.0:
+        if (
+            self.policy.on_embedded_llama_cpp
+            and self.update.importance_sampling != "off"
+            and self.agent.temperature != 1.0
+        ):
             raise ValueError(
                 f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
                 "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
@@ -309,14 +317,10 @@ class TrainConfig(_Section):
 
     def _weight_sync_fits(self) -> None:
         policy = self.policy
-        if policy.sync == "reload" and (policy.endpoints or policy.server != "llama.cpp"):
+        if policy.sync == "reload" and not policy.on_embedded_llama_cpp:
             raise ValueError("policy.weight_sync=reload restarts the embedded llama.cpp server: it cannot serve "
                              "policy.endpoints or policy.server=vllm")  # fmt: skip
-        if (
-            policy.sync in ("vllm-lora", "vllm-reload", "vllm-nccl")
-            and not policy.endpoints
-            and policy.server != "vllm"
-        ):
+        if policy.sync in ("vllm-lora", "vllm-reload", "vllm-nccl") and policy.on_embedded_llama_cpp:
             raise ValueError(
                 f"policy.weight_sync={policy.sync} pushes to vLLM: give policy.endpoints or policy.server=vllm"
             )

@@ -205,7 +205,7 @@ def _started_vllm(stack: ExitStack, config: TrainConfig, source: Path | str) -> 
 
 def _embedded_server(config: TrainConfig, source: Path | str) -> ServerSettings | None:
     """How llama.cpp serves the policy here, or None when `policy.endpoints` or vLLM serve it."""
-    if config.policy.endpoints or config.policy.server != "llama.cpp":
+    if not config.policy.on_embedded_llama_cpp:
         return None
     if not isinstance(source, Path) or source.suffix != ".gguf":
         raise typer.BadParameter(
@@ -357,7 +357,7 @@ def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSe
 def grammar_sampler(config: TrainConfig) -> GrammarSampler:
     """Whose rules the run's grammars are sampled under: the embedded llama.cpp server's, or vLLM's (endpoints
     are vLLM servers: tokens mode sends its grammars as vLLM's structured outputs)."""
-    return "llama.cpp" if not config.policy.endpoints and config.policy.server == "llama.cpp" else "vllm"
+    return "llama.cpp" if config.policy.on_embedded_llama_cpp else "vllm"
 
 
 def update_settings(config: TrainConfig) -> UpdateSettings:

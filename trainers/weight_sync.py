@@ -119,12 +119,8 @@ class VLLMLoRASync:
         # In place: replaces the adapter of that name if the server has one (a resumed run against a server
         # still up), loads it otherwise.
         body = {"lora_name": self.name, "lora_path": str(path), "load_inplace": True}
-        for url in self.endpoints:
-            _post(f"{url}/load_lora_adapter", body, self.timeout)
-            _post(f"{_server_root(url)}/reset_prefix_cache", None, self.timeout)
-        previous = path.with_name(f"{self.name}-v{self.version:05d}")
-        if self.version and previous.is_dir():
-            shutil.rmtree(previous)  # only the served adapter is kept; checkpoints hold the trainer's copies
+        _load_everywhere(self.endpoints, "/load_lora_adapter", body, self.timeout)
+        _drop_superseded(path, self.version)
         self.version = version
         log.info("adapter hot-loaded", version=version, servers=len(self.endpoints), path=str(path),
                  save_s=round(saved - started, 2), load_s=round(time.perf_counter() - saved, 2))  # fmt: skip
@@ -163,12 +159,8 @@ class VLLMReloadSync:
             save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
         saved = time.perf_counter()
         body = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
-        for url in self.endpoints:
-            _post(f"{url}/collective_rpc", body, self.timeout)
-            _post(f"{url}/reset_prefix_cache", None, self.timeout)
-        previous = path.with_name(f"policy-v{self.version:05d}")
-        if self.version and previous.is_dir():
-            shutil.rmtree(previous)  # only the served weights are kept; checkpoints hold the trainer's copies
+        _load_everywhere(self.endpoints, "/collective_rpc", body, self.timeout)
+        _drop_superseded(path, self.version)
         self.version = version
         log.info("weights reloaded", version=version, servers=len(self.endpoints), path=str(path),
                  save_s=round(saved - started, 2), reload_s=round(time.perf_counter() - saved, 2))  # fmt: skip
@@ -229,6 +221,22 @@ def require_cuda_for_nccl() -> None:
             "one, reload full weights from a shared directory (policy.weight_sync=vllm-reload) or train a LoRA "
             "(policy.lora_rank) and hot-load it (policy.weight_sync=vllm-lora)"
         )
+
+
+def _load_everywhere(urls: list[str], route: str, body: dict[str, Any], timeout: float) -> None:
+    """POST `body` to `route` under each server's URL, then drop that server's cached prefixes: none may be
+    reused with attention states computed under the old weights."""
+    for url in urls:
+        _post(f"{url}{route}", body, timeout)
+        _post(f"{_server_root(url)}/reset_prefix_cache", None, timeout)
+
+
+def _drop_superseded(path: Path, served_before: int) -> None:
+    """Remove version `served_before` of `path` (`<name>-v<N>`): only the served weights stay on disk; the
+    trainer's checkpoints hold its own copies."""
+    previous = path.with_name(f"{path.name.rsplit('-v', 1)[0]}-v{served_before:05d}")
+    if served_before and previous.is_dir():
+        shutil.rmtree(previous)
 
 
 def _server_root(url: str) -> str:

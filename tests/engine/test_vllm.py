@@ -147,7 +147,6 @@ async def test_constrained_mode_goes_through_vllms_structured_outputs(tmp_path: 
     assert len(whole) >= 6, "most replies end inside the token budget"
     # The schema admits only a call of an offered tool: every reply the budget did not cut is one.
     assert all(not turn.problems for turn in whole), [turn.problems for turn in whole if turn.problems]
-    assert sum(record.tool_calls for record in records) + stats.statuses["ok"] >= len(whole)
 
 
 def test_logprobs_are_the_tempered_distribution_the_trainer_computes(
