@@ -21,7 +21,8 @@ gets the bare JSON object. Latency and faults (5xx, hangs past the client's dead
 byte-level "tokenizer" over a fixed chat template (`render`), so the engine's token accounting can be checked
 exactly. `--drift` re-renders past tool-call arguments differently, as a server with a non-prefix-preserving
 template would. Like vLLM with runtime LoRA updating, it takes `/v1/load_lora_adapter` (checking the PEFT
-files are there) and `/reset_prefix_cache`; `/stats` says what was loaded, which model each request named and
+files are there); like vLLM in dev mode, `/collective_rpc` `reload_weights` (checking the safetensors file is
+there) and `/reset_prefix_cache`; `/stats` says what was loaded, which model each request named and
 which tools each request offered."""
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ class MockStats:
     faults: Counter[str] = field(default_factory=Counter)
     models: Counter[str] = field(default_factory=Counter)  # the model each request named
     adapters: dict[str, dict[str, Any]] = field(default_factory=dict)  # LoRA name -> path, weights' sha256, loads
+    reloads: list[dict[str, str]] = field(default_factory=list)  # full-weight reloads: path, weights' sha256
     prefix_cache_resets: int = 0
     offered: dict[str, list[list[str]]] = field(default_factory=dict)  # episode -> tool names sent, per request
 
@@ -375,6 +377,14 @@ def _adapter_digest(directory: Path) -> str:
     return hashlib.sha256((directory / "adapter_model.safetensors").read_bytes()).hexdigest()
 
 
+def _weights_digest(directory: Path) -> str:
+    """What vLLM's `reload_weights` reads from a directory of full weights."""
+    weights = directory / "model.safetensors"
+    if not weights.is_file():
+        raise FileNotFoundError(f"no model.safetensors in {directory}")
+    return hashlib.sha256(weights.read_bytes()).hexdigest()
+
+
 def build_app(settings: MockSettings) -> web.Application:
     model = MockModel(settings)
 
@@ -431,7 +441,7 @@ def build_app(settings: MockSettings) -> web.Application:
         stats = model.stats
         return web.json_response({"requests": stats.requests, "faults": dict(stats.faults),
                                   "models": dict(stats.models), "adapters": stats.adapters,
-                                  "prefix_cache_resets": stats.prefix_cache_resets,
+                                  "reloads": stats.reloads, "prefix_cache_resets": stats.prefix_cache_resets,
                                   "offered": stats.offered})  # fmt: skip
 
     async def load_lora_adapter(request: web.Request) -> web.Response:
@@ -449,6 +459,18 @@ def build_app(settings: MockSettings) -> web.Application:
         model.stats.adapters[name] = {"path": path, "sha256": digest, "loads": loads}
         return web.Response(text=f"Success: LoRA adapter '{name}' added successfully.")
 
+    async def collective_rpc(request: web.Request) -> web.Response:
+        body = await request.json()
+        if not isinstance(body, dict) or body.get("method") != "reload_weights":
+            return _error(400, "the mock's collective_rpc takes only method=reload_weights")
+        path = str((body.get("kwargs") or {}).get("weights_path", ""))
+        try:
+            digest = _weights_digest(Path(path))
+        except FileNotFoundError as error:
+            return _error(500, f"reload_weights failed: {error}")
+        model.stats.reloads.append({"path": path, "sha256": digest})
+        return web.json_response({"results": [None]})
+
     async def reset_prefix_cache(request: web.Request) -> web.Response:
         model.stats.prefix_cache_resets += 1
         return web.Response(text="")
@@ -460,6 +482,7 @@ def build_app(settings: MockSettings) -> web.Application:
     app.router.add_get("/stats", stats)
     # vLLM's runtime LoRA loading (VLLM_ALLOW_RUNTIME_LORA_UPDATING) and dev-mode prefix-cache reset.
     app.router.add_post("/v1/load_lora_adapter", load_lora_adapter)
+    app.router.add_post("/collective_rpc", collective_rpc)  # dev mode: reload_weights only
     app.router.add_post("/reset_prefix_cache", reset_prefix_cache)
     app.router.add_get("/health", lambda request: web.json_response({"status": "ok"}))  # type: ignore[arg-type,return-value]
     return app

@@ -205,6 +205,12 @@ class UpdateConfig(_Section):
         description="Grammar-sampled rows: score tokens under the model restricted to what the grammar admitted "
         "(the policy that sampled them, exact) or under the full softmax (biased: forced tokens get gradient).",
     )
+    sharding: Literal["none", "fsdp2"] = Field(
+        "none",
+        description="Under several training processes: none keeps a whole replica in each (data parallel); fsdp2 "
+        "shards weights, gradients and optimizer state across them (torch FSDP2 through accelerate) and gathers the "
+        "full weights after each update for the weight sync.",
+    )
 
 
 class RunConfig(_Section):
@@ -258,6 +264,9 @@ class TrainConfig(_Section):
                 f"update.rows_per_pass ({self.update.rows_per_pass})"
             )
         self._weight_sync_fits()
+        if self.update.sharding != "none" and self.policy.lora_rank:
+            raise ValueError("update.sharding=fsdp2 trains all weights (a sharded LoRA policy is not supported "
+                             "yet): set policy.lora_rank=0 or update.sharding=none")  # fmt: skip
         if self.trains_designer and self.designer.temperature != self.agent.temperature:
             raise ValueError(
                 f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "

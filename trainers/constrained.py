@@ -302,7 +302,9 @@ def restrict_to_grammar(trainer: Any, restrictions: GrammarRestrictions) -> None
     TRL's per-token log-probabilities come from its fused LM head (log p over the whole vocabulary); the
     final hidden states of the same forward pass are caught on the way and projected once more at the
     restricted positions only, for log Z = logsumexp over the admitted logits minus logsumexp over all.
-    Gradients flow through both. Relies on TRL 1.16's `_get_per_token_logps_and_entropies` (pinned).
+    Gradients flow through both. The projection runs inside the forward (in the hook), where a sharded
+    policy's head is gathered: after it, under FSDP2, the head is a shard again, and projecting with it would
+    start a collective on this process alone. Relies on TRL 1.16's `_get_per_token_logps_and_entropies` (pinned).
     """
     import torch
 
@@ -323,27 +325,33 @@ def restrict_to_grammar(trainer: Any, restrictions: GrammarRestrictions) -> None
         if not any(r is not None and len(r.positions) for r in found):
             return original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
         causal_lm = _causal_lm(trainer.accelerator.unwrap_model(model))
-        caught: list[Any] = []
-        hook = causal_lm.base_model.register_forward_hook(
-            lambda module, inputs, output: caught.append(output.last_hidden_state)
-        )
+        head = causal_lm.get_output_embeddings()
+        masses: list[tuple[int, Any, Any]] = []  # row, positions, log Z there
+        rows_seen = [0]  # TRL may run the rows in several forward passes
+
+        def project(module: Any, inputs: Any, output: Any) -> None:
+            hidden = output.last_hidden_state
+            for local in range(hidden.size(0)):
+                restriction = found[rows_seen[0] + local]
+                if restriction is None or not len(restriction.positions):
+                    continue
+                # Completion position j is predicted by the hidden state before it; the completion starts after
+                # the (left-padded) prompt.
+                positions = torch.from_numpy(restriction.positions)
+                logits = head(hidden[local, prompt_length + positions - 1]).float() / temperature
+                admitted = restriction.admitted(logits.size(-1)).to(logits.device)
+                mass = logits.masked_fill(~admitted, float("-inf")).logsumexp(-1) - logits.logsumexp(-1)
+                masses.append((rows_seen[0] + local, positions, mass))
+            rows_seen[0] += hidden.size(0)
+
+        hook = causal_lm.base_model.register_forward_hook(project)
         try:
             logps, *rest = original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
         finally:
             hook.remove()
-        hidden = torch.cat(caught, dim=0)
-        head = causal_lm.get_output_embeddings()
         log_z = torch.zeros_like(logps)
-        for row, restriction in enumerate(found):
-            if restriction is None or not len(restriction.positions):
-                continue
-            # Completion position j is predicted by the hidden state before it; the completion starts after
-            # the (left-padded) prompt.
-            positions = torch.from_numpy(restriction.positions)
-            logits = head(hidden[row, prompt_length + positions - 1]).float() / temperature
-            admitted = restriction.admitted(logits.size(-1)).to(logits.device)
-            restricted_mass = logits.masked_fill(~admitted, float("-inf")).logsumexp(-1) - logits.logsumexp(-1)
-            log_z = log_z.index_put((torch.full_like(positions, row), positions), restricted_mass.to(logps.dtype))
+        for row, positions, mass in masses:
+            log_z = log_z.index_put((torch.full_like(positions, row), positions), mass.to(logps.dtype))
         return (logps - log_z, *rest)
 
     _check_plain_head(_causal_lm(trainer.model))

@@ -26,12 +26,14 @@ from typing import Any, Literal
 
 from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
+from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
 
 
 ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
 GrammarLogprobs = Literal["restricted", "full"]
+Sharding = Literal["none", "fsdp2"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class UpdateSettings:
     # (the policy that sampled, `trainers.constrained`), or under the full softmax (the old, biased way).
     grammar_logprobs: GrammarLogprobs = "restricted"
     grammar_sampler: GrammarSampler = "llama.cpp"  # whose rules the grammars were sampled under (llama.cpp or vLLM)
+    sharding: Sharding = "none"  # fsdp2: weights, gradients and optimizer state split over the processes
 
     def __post_init__(self) -> None:
         if self.rows_per_update % self.rows_per_pass:
@@ -178,6 +181,25 @@ class SaveWhenAsked:
         return control
 
 
+class RateFromSchedule:
+    """A transformers callback: when training starts, set the optimizer's learning rate to the schedule's at the
+    current step. A run resumed with more iterations than it started with has a longer schedule, but the
+    checkpoint's optimizer holds the old schedule's last rate (0, for the linear decay): its first update
+    would not move the weights."""
+
+    def __getattr__(self, event: str) -> Any:  # every other callback event: nothing to do
+        if event.startswith("on_"):
+            return lambda *args, **kwargs: None
+        raise AttributeError(event)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None, lr_scheduler: Any = None,
+                       **kwargs: Any) -> Any:  # fmt: skip
+        if optimizer is not None and lr_scheduler is not None and state.global_step:
+            for group, rate in zip(optimizer.param_groups, lr_scheduler.get_lr(), strict=True):
+                group["lr"] = rate
+        return control
+
+
 class Learner:
     """TRL's training loop in a thread, one update per `update(rows)`, weights pushed after each.
 
@@ -240,7 +262,7 @@ class Learner:
             if not saved.is_dir():
                 raise RuntimeError(f"the trainer did not write the checkpoint {saved}")
         if self.sync is not None:
-            self.sync.push(self.trainer.model)
+            self.sync.push(policy_for_push(self.trainer))
         return saved
 
     def close(self, timeout: float = 60.0) -> None:
@@ -289,6 +311,8 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         bf16=_has_accelerator(),  # CPU: float32 throughout
         # Processes other than the first wait in a collective while it plays a whole iteration.
         ddp_timeout=int(settings.wait_seconds) + 600,
+        fsdp=settings.sharding == "fsdp2",
+        fsdp_config=dict(FSDP_CONFIG) if settings.sharding == "fsdp2" else None,
     )
     # TRL samples prompts from a dataset; each prompt only asks the feed for one row.
     prompts = Dataset.from_dict({"prompt": ["(rows come from the engine)"] * settings.rows_per_update})
@@ -299,8 +323,17 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         train_dataset=prompts,
         processing_class=tokenizer,
         rollout_func=feed,
-        callbacks=[SaveWhenAsked(settings.steps_per_batch)],
+        callbacks=[SaveWhenAsked(settings.steps_per_batch), RateFromSchedule()],
     )
+    if settings.sharding == "fsdp2":
+        if not _has_accelerator():
+            shard_on_cpu(trainer)
+        trainer.add_callback(GatherForPush.for_trainer(trainer, settings.steps_per_batch))
+    elif trainer.is_fsdp_enabled:
+        raise ValueError(
+            "accelerate's config shards the policy (FSDP), so the weight sync would read shards: "
+            "set update.sharding=fsdp2 (spadework then gathers the whole weights for each push)"
+        )
     train_without_padding(trainer)
     if settings.importance_sampling != "off":
         _correct_for_the_sampler(trainer)

@@ -372,7 +372,7 @@ def update_settings(config: TrainConfig) -> UpdateSettings:
                           importance_sampling_cap=knobs.importance_sampling_cap,
                           gradient_checkpointing=knobs.gradient_checkpointing,
                           grammar_logprobs=knobs.grammar_logprobs,
-                          grammar_sampler=grammar_sampler(config),
+                          grammar_sampler=grammar_sampler(config), sharding=knobs.sharding,
                           temperature=config.agent.temperature)  # fmt: skip
 
 

@@ -201,3 +201,9 @@ def test_the_trainer_reads_grammars_by_the_rules_of_the_server_that_sampled(
     from trainers.train_cli import update_settings
 
     assert update_settings(load_config(preset, overrides)).grammar_sampler == sampler
+
+
+def test_a_sharded_lora_policy_is_refused_before_anything_starts() -> None:
+    with pytest.raises(ConfigError, match=r"update\.sharding=fsdp2 trains all weights"):
+        load_config("cpu-tiny", ["update.sharding=fsdp2", "policy.lora_rank=8"])
+    assert load_config("cpu-tiny", ["update.sharding=fsdp2"]).update.sharding == "fsdp2"

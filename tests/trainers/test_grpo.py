@@ -119,6 +119,36 @@ def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_las
     assert len(clipped) == 4, "every step reports how much the clip cut"
 
 
+def test_a_run_resumed_with_more_updates_than_it_started_with_keeps_learning(
+    tmp_path: Path, embedded_policy: Any
+) -> None:
+    """The checkpoint's optimizer holds its schedule's last rate (0 for the linear decay); the longer schedule's
+    rate at the resumed step replaces it (until 2026-12-06 the first resumed update moved nothing)."""
+    from engine.local_models import default_gguf
+    from tests.trainers.sharded_update import fixed_rows
+    from trainers.checkpoint import load_policy
+
+    model, tokenizer = trainable(embedded_policy)
+    settings = UpdateSettings(rows_per_update=4, learning_rate=1e-4, importance_sampling="off",
+                              gradient_checkpointing=False)  # fmt: skip
+    feed = RowFeed(wait_seconds=60)
+    learner = Learner(grpo_trainer(model, tokenizer, feed, settings, tmp_path, updates=1), feed, None, {"agent": 4})
+    saved = learner.update(fixed_rows(tokenizer), checkpoint=True)
+    learner.close()
+    assert saved is not None
+
+    model, tokenizer = load_policy(default_gguf(), None, saved)
+    feed = RowFeed(wait_seconds=60)
+    trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, updates=2)
+    learner = Learner(trainer, feed, None, {"agent": 4}, resume_from=saved, updates_done=1)
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    learner.update(fixed_rows(tokenizer))
+    learner.close()
+    assert trainer.state.global_step == 2
+    moved = max(float((value - before[name]).abs().max()) for name, value in trainer.model.state_dict().items())
+    assert moved == pytest.approx(5e-5, rel=0.05), "Adam's step at the linear schedule's rate for step 2 of 2"
+
+
 def test_fit_batch_takes_whole_groups_with_signal_and_pads_with_empty_rows() -> None:
     import random
 
