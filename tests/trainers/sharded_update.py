@@ -3,7 +3,8 @@
 `python -m tests.trainers.sharded_update OUT SHARDING` alone, or under `torchrun --nproc-per-node N`: the
 first process hands the rows to a `Learner` (which splits them over the processes like `spadework train`),
 and saves, before and after each update, the weights its sync would push (`OUT/pushed-<n>.pt`), and the trainer's
-logged loss and gradient norm with the share of the weights it held (`OUT/log.json`). The test compares the runs.
+logged loss and gradient norm with the share of the weights it held (`OUT/log.json`); each process writes its
+peak memory (`OUT/peak-<rank>.json`). The test compares the runs.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def main(out: Path, sharding: str) -> None:
     trainer = grpo_trainer(model, tokenizer, feed, settings, out / "trainer", updates=2, processes=ranks.world)
     if not ranks.leader:
         trainer.train()
+        write_peak(out, ranks.rank)
         return
     sync = SavingSync(out)
     sync.push(model)  # pushed-1: the weights before any update
@@ -82,6 +84,14 @@ def main(out: Path, sharding: str) -> None:
     steps = [entry for entry in trainer.state.log_history if "loss" in entry]
     logged = [{key: entry[key] for key in ("loss", "grad_norm")} for entry in steps]
     (out / "log.json").write_text(json.dumps({"steps": logged, "held": held_share(trainer.model)}))
+    write_peak(out, ranks.rank)
+
+
+def write_peak(out: Path, rank: int) -> None:
+    """This process's peak resident memory (`OUT/peak-<rank>.json`, bytes): what sharding is for."""
+    import resource
+
+    (out / f"peak-{rank}.json").write_text(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
 
 
 def held_share(model: Any) -> float:
