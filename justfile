@@ -85,7 +85,7 @@ test-slow: model bench-deps vllm-install
 # The engine and weight sync against a real vLLM server (its CPU build): every mode, 100 token-exact episodes,
 # logprobs against the trainer's model, LoRA hot-load and full-weight reload.
 test-vllm *flags="": model bench-deps vllm-install
-    pytest -m slow tests/engine/test_vllm.py tests/trainers/test_vllm_weight_sync.py tests/trainers/test_train_vllm.py {{flags}}
+    pytest -m slow tests/engine/test_vllm.py tests/engine/test_vllm_two_servers.py tests/trainers/test_vllm_weight_sync.py tests/trainers/test_train_vllm.py {{flags}}
 
 # vLLM's CPU build in a virtual environment of its own (it pins an older transformers), built once (~2 minutes).
 vllm-install:
