@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from trainers.callbacks import Callback
 from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
 from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
@@ -161,18 +162,13 @@ def fit_batch(rows: list[TrainingRow], budget: Mapping[str, int], rng: random.Ra
     return chosen + [padding_row(rows[0])] * (sum(budget.values()) - len(chosen))
 
 
-class SaveWhenAsked:
+class SaveWhenAsked(Callback):
     """A transformers callback: after the next batch's last optimiser step, write a full checkpoint
     (weights, optimizer, scheduler, RNG, trainer state) to `output_dir/checkpoint-<step>`."""
 
     def __init__(self, steps_per_batch: int = 1) -> None:
         self.asked = threading.Event()
         self.steps_per_batch = steps_per_batch
-
-    def __getattr__(self, event: str) -> Any:  # every other callback event: nothing to do
-        if event.startswith("on_"):
-            return lambda *args, **kwargs: None
-        raise AttributeError(event)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         if self.asked.is_set() and state.global_step % self.steps_per_batch == 0:
@@ -181,16 +177,11 @@ class SaveWhenAsked:
         return control
 
 
-class RateFromSchedule:
+class RateFromSchedule(Callback):
     """A transformers callback: when training starts, set the optimizer's learning rate to the schedule's at the
     current step. A run resumed with more iterations than it started with has a longer schedule, but the
     checkpoint's optimizer holds the old schedule's last rate (0, for the linear decay): its first update
     would not move the weights."""
-
-    def __getattr__(self, event: str) -> Any:  # every other callback event: nothing to do
-        if event.startswith("on_"):
-            return lambda *args, **kwargs: None
-        raise AttributeError(event)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None, lr_scheduler: Any = None,
                        **kwargs: Any) -> Any:  # fmt: skip

@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from trainers.callbacks import Callback
+
 FSDP_CONFIG: dict[str, Any] = {
     "version": 2,
     "reshard_after_forward": True,  # a layer's gathered weights are freed after its forward (ZeRO-3's memory)
@@ -25,7 +27,7 @@ FSDP_CONFIG: dict[str, Any] = {
 }
 
 
-class GatherForPush:
+class GatherForPush(Callback):
     """A transformers callback: after each batch's last optimiser step, every process joins in gathering the
     sharded policy's full weights; the first process loads them into `policy`, its whole copy for the sync."""
 
@@ -39,11 +41,6 @@ class GatherForPush:
         """Copy the still whole model on the first process (the trainer shards it when training starts)."""
         policy = copy.deepcopy(trainer.model).eval() if trainer.accelerator.is_main_process else None
         return cls(policy, steps_per_batch)
-
-    def __getattr__(self, event: str) -> Any:  # every other callback event: nothing to do
-        if event.startswith("on_"):
-            return lambda *args, **kwargs: None
-        raise AttributeError(event)
 
     def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> Any:
         if state.global_step % self.steps_per_batch == 0:
