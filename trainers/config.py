@@ -299,15 +299,20 @@ class TrainConfig(_Section):
             )
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
+        # Under a grammar, llama.cpp reports each token's probability under the whole softmax; vLLM (processed
+        # logprobs) under the softmax restricted to what the grammar admits. Importance weights compare it with
+        # the trainer's own probability of the token, so the two must be of the same policy.
+        reported = "full" if self.policy.on_embedded_llama_cpp else "restricted"
         if (
             self.agent.call_schema
-            and self.update.grammar_logprobs == "restricted"
-            and (self.update.importance_sampling != "off")
+            and self.update.importance_sampling != "off"
+            and self.update.grammar_logprobs != reported
         ):
+            server = "the embedded llama.cpp server" if reported == "full" else "vLLM"
             raise ValueError(
-                "update.importance_sampling needs the sampler's probability of each token, and a server reports "
-                "the unrestricted one under a grammar: with agent.call_schema and update.grammar_logprobs="
-                "restricted, set update.importance_sampling=off"
+                f"update.importance_sampling needs the sampler's probability of each token, and {server} reports "
+                f"the {'un' if reported == 'full' else ''}restricted one under a grammar: with agent.call_schema and "
+                f"update.grammar_logprobs={self.update.grammar_logprobs}, set update.importance_sampling=off"
             )
         return self
 

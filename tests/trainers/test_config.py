@@ -97,7 +97,11 @@ def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str
         (["agent.mode=chat"], "agent.call_schema constrains tokens-mode sampling"),
         (
             ["agent.temperature=1.0", "designer.temperature=1.0", "update.importance_sampling=token_truncate"],
-            "a server reports the unrestricted one under a grammar",
+            "the embedded llama.cpp server reports the unrestricted one under a grammar",
+        ),
+        (
+            ["policy.server=vllm", "update.importance_sampling=token_truncate", "update.grammar_logprobs=full"],
+            "vLLM reports the restricted one under a grammar",
         ),
     ],
 )
@@ -207,3 +211,10 @@ def test_a_sharded_lora_policy_is_refused_before_anything_starts() -> None:
     with pytest.raises(ConfigError, match=r"update\.sharding=fsdp2 trains all weights"):
         load_config("cpu-tiny", ["update.sharding=fsdp2", "policy.lora_rank=8"])
     assert load_config("cpu-tiny", ["update.sharding=fsdp2"]).update.sharding == "fsdp2"
+
+
+def test_on_vllm_grammar_rows_are_importance_weighted_under_the_restricted_policy() -> None:
+    """vLLM reports the probability the grammar-restricted policy gave each token (tests/engine/test_vllm.py:
+    within 5.8e-5 of the trainer's restricted logprob), so the weights compare like with like."""
+    config = load_config("cpu-vllm", ["update.importance_sampling=token_truncate"])
+    assert config.update.grammar_logprobs == "restricted" and config.agent.call_schema
