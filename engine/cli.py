@@ -15,16 +15,10 @@ import structlog
 import typer
 from rich.console import Console
 
+from engine.child_server import ERROR_PREFIX, ServerStartError
 from engine.endpoints import EndpointPool, RetryPolicy, endpoint_problem
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
-from engine.llama_server import (
-    ERROR_PREFIX,
-    EmbeddedServer,
-    ServerSettings,
-    ServerStartError,
-    default_threads,
-    serve_forever,
-)
+from engine.llama_server import EmbeddedServer, ServerSettings, default_threads, serve_forever
 from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table

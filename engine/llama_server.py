@@ -1,8 +1,8 @@
 """The embedded model server: llama.cpp's own HTTP server, from the prebuilt `xllamacpp` wheel.
 
 `spadework serve` runs it in the foreground (`serve_forever`). Everything else that needs a model and was
-given no `--endpoint` starts `spadework serve` as a child process through `EmbeddedServer`, so the server
-lives in its own process: a crash or a reload never takes the engine down, and SIGTERM stops it cleanly.
+given no `--endpoint` starts `spadework serve` as a child process through `EmbeddedServer` (a
+`engine.child_server.ChildServer`): a crash or a reload never takes the engine down, and SIGTERM stops it cleanly.
 
 llama.cpp gives continuous batching over `parallel` slots, `/v1/chat/completions` (with a JSON-schema
 `response_format` for the engine's `constrained` mode), `/v1/completions` with token-id prompts and
@@ -11,31 +11,23 @@ per-token ids and logprobs (the engine's `tokens` mode), `/health`, `/tokenize` 
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType, TracebackType
-from typing import Any, Self
-from urllib.parse import urlsplit
+from types import FrameType
+from typing import Any
 
 import httpx
 import structlog
 import typer
 
+from engine.child_server import READY_LINE, ChildServer, ServerStartError
 from engine.templates import CHATML_WITH_TOOLS
 
 log = structlog.get_logger()
-
-READY_LINE = "serving model"
-# `spadework serve` writes a startup failure as one line with this prefix on stderr.
-ERROR_PREFIX = "spadework serve: error: "
 
 
 # Request fields that make llama.cpp sample from the model's own distribution (its default chain also cuts
@@ -58,10 +50,6 @@ LLAMA_OPENMP_SPIN = {"GOMP_SPINCOUNT": "1000000"}
 
 def default_threads() -> int:
     return os.cpu_count() or 1
-
-
-class ServerStartError(RuntimeError):
-    """The model server could not start: the message says why (port taken, bad model file, ...)."""
 
 
 @dataclass(frozen=True)
@@ -184,77 +172,17 @@ def _ok(response: httpx.Response) -> None:
         raise RuntimeError(f"{response.request.url}: {response.status_code} {response.text[:300]}")
 
 
-def _stop_with_parent() -> None:
-    """Runs in the child before exec: SIGTERM it when the thread that started it dies (with the process,
-    for a server started from the main thread), so a killed run leaves no server behind."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+class EmbeddedServer(ChildServer):
+    """`spadework serve` (llama.cpp) in a child process (`ChildServer`), and priming its slots' caches."""
 
-
-class EmbeddedServer:
-    """`spadework serve` in a child process: start, wait until healthy, reload another model, stop.
-
-    Use as a context manager; `base_url` is what the engine's `--endpoint` takes.
-    """
+    name = "embedded server"
+    settings: ServerSettings
 
     def __init__(self, settings: ServerSettings, start_timeout_s: float = 120.0) -> None:
-        self.settings = settings
-        self.start_timeout_s = start_timeout_s
-        self._process: subprocess.Popen[str] | None = None
-        self._url: str | None = None
-        self._log: Any = None
-
-    @property
-    def base_url(self) -> str:
-        if self._url is None:
-            raise RuntimeError("the embedded server is not running")
-        return self._url
+        super().__init__(settings, start_timeout_s)
 
     def command(self) -> list[str]:
-        """The child's command line: the server in a process of its own."""
         return [sys.executable, "-m", "spadework", "serve", *self.settings.arguments()]
-
-    def start(self) -> str:
-        """Start the child and return its OpenAI base URL once `/health` answers."""
-        command = self.command()
-        started = time.monotonic()
-        # llama.cpp logs every request on stderr: to a file, so an unread pipe can never stall the server.
-        self._log = tempfile.NamedTemporaryFile(prefix="spadework-serve-", suffix=".log", delete=False)  # noqa: SIM115
-        self._process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=self._log, text=True, preexec_fn=_stop_with_parent
-        )
-        self._url = self._await_ready(self._process)
-        # A reload comes back on the same port, so clients holding the URL keep working.
-        self.settings = replace(self.settings, port=urlsplit(self._url).port or 0)
-        log.info(
-            "embedded server ready", url=self._url, seconds=round(time.monotonic() - started, 2), log=self._log.name
-        )
-        return self._url
-
-    def cpu_seconds(self) -> float:
-        """CPU time the server process has used so far (user + system), from /proc: Linux only."""
-        if self._process is None:
-            raise RuntimeError("the embedded server is not running")
-        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def memory_bytes(self) -> int:
-        """Proportional set size (PSS) of the server and every process under it (vLLM runs an engine core and
-        workers), from /proc: shared pages are split among their sharers, so the sum is not double counted."""
-        if self._process is None:
-            raise RuntimeError("the server is not running")
-        pending, total = [self._process.pid], 0
-        while pending:
-            pid = pending.pop()
-            try:
-                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-                for task in Path(f"/proc/{pid}/task").iterdir():
-                    pending += [int(child) for child in (task / "children").read_text().split()]
-            except OSError:
-                continue  # it ended while we looked
-        return total
 
     def share_prefix(self, prompt_ids: list[int]) -> int:
         """Compute the KV cache of `prompt_ids` once and copy it into every slot; returns the slots primed.
@@ -278,61 +206,3 @@ class EmbeddedServer:
             finally:
                 (self.settings.slot_dir / name).unlink(missing_ok=True)
         return self.settings.parallel
-
-    def reload(self, model: Path) -> str:
-        """Serve `model` instead (same port and settings); the old process is stopped first."""
-        self.stop()
-        self.settings = replace(self.settings, model=model)
-        return self.start()
-
-    def stop(self) -> int | None:
-        """SIGTERM, then wait (kill after 30 s); returns the child's exit status (0: a clean shutdown)."""
-        process, self._process, self._url = self._process, None, None
-        if self._log is not None:
-            self._log.close()
-            Path(self._log.name).unlink(missing_ok=True)
-        from toolworlds.serving import stop_child
-
-        return None if process is None else stop_child(process)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def _await_ready(self, process: subprocess.Popen[str]) -> str:
-        stdout = process.stdout
-        assert stdout is not None
-        lines: list[str] = []
-        threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True).start()
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            announced = next((line for line in lines if line.startswith(READY_LINE)), None)
-            if announced is not None:
-                url = announced.rsplit(" on ", 1)[1].strip()
-                if _healthy(url):
-                    return url
-            elif process.poll() is not None:
-                raise ServerStartError(self._failure(process.returncode))
-            time.sleep(0.05)
-        process.kill()
-        process.wait()
-        raise ServerStartError(f"the model server did not become healthy within {self.start_timeout_s:.0f} s")
-
-    def _failure(self, returncode: int) -> str:
-        """The child's own one-line reason, not the whole llama.cpp log."""
-        text = Path(self._log.name).read_text(errors="replace")
-        reasons = [line.removeprefix(ERROR_PREFIX) for line in text.splitlines() if line.startswith(ERROR_PREFIX)]
-        reason = reasons[-1] if reasons else f"it exited with {returncode}"
-        return f"{reason} (server log: {self._log.name})"
-
-
-def _healthy(base_url: str) -> bool:
-    try:
-        return httpx.get(base_url.removesuffix("/v1") + "/health", timeout=2.0).status_code == 200
-    except httpx.HTTPError:
-        return False

@@ -10,7 +10,8 @@ teaches), returns prompt and completion token ids (`return_token_ids`), and hot-
 
 `spadework vllm` runs it in the foreground: it starts vLLM's OpenAI server as a child, prints the same ready
 line as `spadework serve` once `/health` answers, and stops it on SIGTERM or Ctrl-C. `VLLMServer` starts
-`spadework vllm` as a child process, exactly as `EmbeddedServer` starts `spadework serve`.
+`spadework vllm` as a child process, exactly as `EmbeddedServer` starts `spadework serve` (both are
+`engine.child_server.ChildServer`s).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from types import FrameType
 import structlog
 import typer
 
+from engine.child_server import READY_LINE, ChildServer, ServerStartError, healthy, stop_with_parent
 from engine.hf_checkpoint import float_checkpoint
-from engine.llama_server import READY_LINE, EmbeddedServer, ServerStartError, _healthy, _stop_with_parent
 from engine.local_models import ModelNotFoundError, resolve_gguf
 from toolworlds.serving import bind, stop_child
 
@@ -173,7 +174,7 @@ def serve_vllm_forever(settings: VLLMSettings, start_timeout_s: float = 600.0) -
     port = chosen_port(settings.host, settings.port)
     url = f"http://{settings.host}:{port}/v1"
     process = subprocess.Popen(
-        settings.server_command(python, port), env=settings.server_environment(), preexec_fn=_stop_with_parent
+        settings.server_command(python, port), env=settings.server_environment(), preexec_fn=stop_with_parent
     )
     stopping = False
 
@@ -186,7 +187,7 @@ def serve_vllm_forever(settings: VLLMSettings, start_timeout_s: float = 600.0) -
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         started = time.monotonic()
-        while not _healthy(url):
+        while not healthy(url):
             if process.poll() is not None:
                 raise ServerStartError(f"vLLM exited with {process.returncode} while starting (its log above says why)")
             if time.monotonic() - started > start_timeout_s:
@@ -205,11 +206,15 @@ def serve_vllm_forever(settings: VLLMSettings, start_timeout_s: float = 600.0) -
         log.info("server stopped", engine="vllm", url=url, status=process.returncode)
 
 
-class VLLMServer(EmbeddedServer):
-    """`spadework vllm` in a child process: start, wait until healthy, restart on another checkpoint, stop."""
+class VLLMServer(ChildServer):
+    """`spadework vllm` in a child process (`ChildServer`): start, wait until healthy, restart on another
+    checkpoint, stop."""
+
+    name = "vLLM server"
+    settings: VLLMSettings
 
     def __init__(self, settings: VLLMSettings, start_timeout_s: float = 600.0) -> None:
-        super().__init__(settings, start_timeout_s)  # type: ignore[arg-type]  # the same fields it reads
+        super().__init__(settings, start_timeout_s)
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "spadework", "vllm", *self.settings.arguments()]

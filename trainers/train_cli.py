@@ -18,9 +18,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from engine.child_server import ServerStartError
 from engine.cli import exit_for_infrastructure
 from engine.endpoints import EndpointPool
-from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
+from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
 from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
 from engine.rollout import InfrastructureFailure
 from engine.settings import Completions, EpisodeSettings

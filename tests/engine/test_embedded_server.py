@@ -16,8 +16,9 @@ import jsonschema
 import pytest
 import typer
 
+from engine.child_server import ServerStartError
 from engine.episode import FINISH_FUNCTION
-from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings, ServerStartError
+from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
 from engine.local_models import ModelNotFoundError, default_gguf, resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
 from engine.store import read_records

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.llama_server import ServerStartError
+from engine.child_server import ServerStartError
 from engine.vllm_server import INSTALLED_MARKER, VLLMServer, VLLMSettings
 from tests.servers import SPADEWORK
 
