@@ -34,7 +34,6 @@ class GatherForPush(Callback):
     def __init__(self, policy: Any | None, steps_per_batch: int = 1) -> None:
         self.policy = policy  # None on the other processes: they only take part in the gather
         self.steps_per_batch = steps_per_batch
-        self.gathered = 0
 
     @classmethod
     def for_trainer(cls, trainer: Any, steps_per_batch: int) -> GatherForPush:
@@ -55,7 +54,6 @@ class GatherForPush(Callback):
         weights = get_model_state_dict(model, options=options)
         if self.policy is not None:
             self.policy.load_state_dict(weights)
-        self.gathered += 1
 
 
 def shard_on_cpu(trainer: Any) -> None:
