@@ -21,6 +21,7 @@ from trainers.designer.regret import RewardMode, WinRate
 from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
 from trainers.designer.vocabulary import VocabularyRule
+from trainers.sharding import Sharding
 from trainers.suite import SuiteName
 
 
@@ -205,7 +206,7 @@ class UpdateConfig(_Section):
         description="Grammar-sampled rows: score tokens under the model restricted to what the grammar admitted "
         "(the policy that sampled them, exact) or under the full softmax (biased: forced tokens get gradient).",
     )
-    sharding: Literal["none", "fsdp2"] = Field(
+    sharding: Sharding = Field(
         "none",
         description="Under several training processes: none keeps a whole replica in each (data parallel); fsdp2 "
         "shards weights, gradients and optimizer state across them (torch FSDP2 through accelerate) and gathers the "

@@ -27,14 +27,13 @@ from typing import Any, Literal
 from trainers.callbacks import Callback
 from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
-from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
+from trainers.sharding import FSDP_CONFIG, GatherForPush, Sharding, policy_for_push, shard_on_cpu
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
 
 
 ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
 GrammarLogprobs = Literal["restricted", "full"]
-Sharding = Literal["none", "fsdp2"]
 
 
 @dataclass(frozen=True)
