@@ -300,6 +300,15 @@ class TrainConfig(_Section):
             )
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
+        if self.agent.mode != "tokens":
+            # chat and constrained requests send messages: the server renders them, its reply is parsed back, and
+            # the next turn is rendered again, so no row holds the ids that were sampled (drift); a JSON-schema
+            # response_format restricts sampling by the server's rules, which the trainer cannot rebuild.
+            raise ValueError(
+                f"agent.mode={self.agent.mode}: training rows need the token ids the server sampled, held token "
+                "for token, and the grammar they were sampled under, which only tokens mode keeps: set "
+                "agent.mode=tokens (agent.call_schema=true samples every reply as one call under the tools' schema)"
+            )
         # Under a grammar, llama.cpp reports each token's probability under the whole softmax; vLLM (processed
         # logprobs) under the softmax restricted to what the grammar admits. Importance weights compare it with
         # the trainer's own probability of the token, so the two must be of the same policy.

@@ -416,7 +416,7 @@ class SelfPlay:
 
     async def _share_opening(self, worlds: Callable[[], Environment]) -> None:
         """Every play of a world opens with the same rules and tool schemas: have the server compute them once."""
-        if self.share_prefix is None or self.agent.mode != "tokens":
+        if self.share_prefix is None:  # (the agent plays in tokens mode: TrainConfig holds to it)
             return
         env = worlds()
         try:

@@ -95,6 +95,8 @@ def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str
         (["designer.temperature=1.0"], "designer.temperature (1.0) must equal agent.temperature (0.7)"),
         (["update.importance_sampling=token_truncate"], "importance weights need agent.temperature=1.0"),
         (["agent.mode=chat"], "agent.call_schema constrains tokens-mode sampling"),
+        (["agent.mode=constrained", "agent.call_schema=false"], "agent.mode=constrained: training rows need"),
+        (["agent.mode=chat", "agent.call_schema=false"], "agent.mode=chat: training rows need"),
         (
             ["agent.temperature=1.0", "designer.temperature=1.0", "update.importance_sampling=token_truncate"],
             "the embedded llama.cpp server reports the unrestricted one under a grammar",
