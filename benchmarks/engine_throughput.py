@@ -38,9 +38,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from engine.episode import EPISODE_HEADER
 from engine.settings import EpisodeSettings
 from engine.store import read_records
+from engine.trajectory import EPISODE_HEADER
 from toolworlds.serving import launched_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,7 +124,7 @@ def replay_requests(out: Path) -> list[list[dict[str, Any]]]:
     for record in read_records(out):
         if tools is None:
             tools = [*load_world(record.key.world).openai_tools(), FINISH_FUNCTION]
-        header = f"{record.run}/{record.key.text}"
+        header = record.key.header(record.run)[EPISODE_HEADER]
         bodies = []
         for index, message in enumerate(record.messages):
             if message["role"] == "assistant":

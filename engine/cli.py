@@ -1,8 +1,7 @@
-"""`spadework rollout` (play episodes against endpoints, into a run directory) and `spadework mock-server`."""
+"""`spadework rollout` (play episodes against endpoints, into a run directory), `serve` and `vllm` (model servers)."""
 
 from __future__ import annotations
 
-import logging
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -15,17 +14,17 @@ import structlog
 import typer
 from rich.console import Console
 
+from engine.chat_template import CHATML_WITH_TOOLS
 from engine.child_server import ERROR_PREFIX, ServerStartError
 from engine.endpoints import EndpointPool, RetryPolicy, endpoint_problem
 from engine.environments import Environment, LocalWorlds, SandboxWorlds
 from engine.llama_server import EmbeddedServer, ServerSettings, default_threads, serve_forever
 from engine.local_models import ModelNotFoundError, resolve_gguf
-from engine.mock_server import FAULTS, MockSettings, Script, Style
 from engine.report import live_progress, summary_table
 from engine.rollout import MAX_FAILED_SHARE, Hints, RolloutPlan, RolloutStats, infrastructure_failure, run_rollout
 from engine.settings import Completions, EpisodeSettings, Mode
 from engine.store import PLAN_FILE, StoreError, TrajectoryStore, read_plan, read_records
-from engine.templates import CHATML_WITH_TOOLS, load_template
+from engine.templates import load_template
 from engine.trajectory import EpisodeRecord
 from engine.transport import TransportKind
 from engine.vllm_server import VLLMSettings, hf_model, install_vllm, serve_vllm_forever
@@ -242,59 +241,6 @@ def endpoint_urls(endpoints: list[str], served: ServerSettings | None) -> Iterat
         yield [server.base_url]
 
 
-def mock_server(
-    script: Annotated[Script, typer.Option(help="What the scripted model plays.")] = "oracle",
-    style: Annotated[Style, typer.Option(help="native tool_calls, or text: hermes, json, python.")] = "native",
-    latency: Annotated[float, typer.Option(min=0.0, help="Seconds before each answer.")] = 0.0,
-    fault_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of requests given a fault.")] = 0.0,
-    faults: Annotated[str, typer.Option(help=f"Comma-separated fault kinds: {', '.join(FAULTS)}.")] = ",".join(FAULTS),
-    hang: Annotated[float, typer.Option(min=0.0, help="How long a 'hang' fault waits.")] = 3600.0,
-    drift: Annotated[bool, typer.Option(help="Re-render past tool calls differently (token drift).")] = False,
-    world: Annotated[list[str], typer.Option(help="Extra worlds to know (file.py:Class).")] = [],  # noqa: B006
-    seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
-    tokenizer: Annotated[str | None, typer.Option(help="Serve /v1/completions over this tokenizer ('bytes').")] = None,
-    design: Annotated[
-        list[Path], typer.Option(exists=True, dir_okay=False, help="World files designer requests get, in turn.")
-    ] = [],  # noqa: B006
-    host: HostOption = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")] = 8800,
-) -> None:
-    """A scripted OpenAI-compatible model server for tests and benchmarks (not a model)."""
-    from aiohttp import web
-
-    from engine.mock_server import build_app
-    from toolworlds.serving import bind
-
-    if tokenizer is not None:
-        try:
-            load_template(tokenizer)
-        except (ValueError, OSError) as error:
-            raise typer.BadParameter(str(error), param_hint="--tokenizer") from None
-    kinds = tuple(kind.strip() for kind in faults.split(",") if kind.strip())
-    for kind in kinds:
-        _choice("--faults", kind, FAULTS)
-    settings = MockSettings(
-        script=script,
-        style=style,
-        latency_s=latency,
-        fault_rate=fault_rate,
-        faults=kinds,
-        hang_s=hang,
-        drift=drift,
-        seed=seed,
-        worlds=tuple(world),
-        tokenizer=tokenizer,
-        designs=tuple(path.read_text() for path in design),
-    )
-    # Injected faults drop connections and outlive client deadlines on purpose; aiohttp would log each as an error.
-    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
-    application = build_app(settings)  # its worlds are loaded before it says it is serving
-    sock = bind(host, port, backlog=16384)  # thousands of clients connect at once in the benchmarks
-    bound_host, bound_port = sock.getsockname()[:2]
-    print(f"serving mock model on http://{bound_host}:{bound_port}/v1", flush=True)
-    web.run_app(application, sock=sock, print=None, access_log=None, handle_signals=True)
-
-
 def vllm(
     model: Annotated[
         str,
@@ -423,8 +369,3 @@ def show(
     except StoreError as error:
         raise typer.BadParameter(str(error), param_hint="OUT") from None
     Console().print(table)
-
-
-def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}", param_hint=option)

@@ -60,7 +60,6 @@ FINISH_FUNCTION: dict[str, Any] = {
         },
     },
 }
-EPISODE_HEADER = "X-Spadework-Episode"
 
 
 class _EpisodeEnded(Exception):
@@ -117,8 +116,7 @@ class Episode:
         self._calling_replies = 0  # replies that ran tool calls in the user's current turn
 
     def _client(self, endpoint: Endpoint) -> ModelClient:
-        headers = {EPISODE_HEADER: f"{self.run}/{self.key.text}"}
-        route = Route(self.pool, endpoint, headers, self.settings.request_timeout_s)
+        route = Route(self.pool, endpoint, self.key.header(self.run), self.settings.request_timeout_s)
         if self.settings.mode == "tokens":
             template = load_template(self.settings.tokenizer or "")
             return TokensClient(route, self.settings, self._tools, template)

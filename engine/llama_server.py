@@ -24,8 +24,8 @@ import httpx
 import structlog
 import typer
 
+from engine.chat_template import CHATML_WITH_TOOLS
 from engine.child_server import READY_LINE, ChildServer, ServerStartError
-from engine.templates import CHATML_WITH_TOOLS
 
 log = structlog.get_logger()
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import structlog
 
+from engine.chat_template import CHATML_WITH_TOOLS
+
 log = structlog.get_logger()
 
 DEFAULT_MODEL = "default"
@@ -107,8 +109,6 @@ def tokenizer_dir(gguf: Path) -> Path:
 
     def build(directory: Path) -> None:
         from transformers import AutoTokenizer
-
-        from engine.templates import CHATML_WITH_TOOLS
 
         log.info("preparing tokenizer", model=str(gguf), cache=str(directory))
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)

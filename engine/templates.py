@@ -19,33 +19,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.chat_template import CHATML_WITH_TOOLS
 from engine.local_models import DEFAULT_MODEL
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # transformers warns at import that torch is absent
 
-# Hugging Face renders templates with trim_blocks, which drops a newline right after a block tag, so
-# such newlines are written as {{ nl }}.
-CHATML_WITH_TOOLS = (
-    "{% set nl = '\\n' %}"
-    "{% if messages[0].role == 'system' %}{% set system = messages[0].content %}{% set rest = messages[1:] %}"
-    "{% else %}{% set system = '' %}{% set rest = messages %}{% endif %}"
-    "{% if system or tools %}<|im_start|>system\n{{ system }}"
-    "{% if tools %}{{ nl }}{{ nl }}# Tools{{ nl }}<tools>"
-    "{% for tool in tools %}{{ nl }}{{ tool | tojson }}{% endfor %}{{ nl }}</tools>{{ nl }}"
-    'Call a tool with <tool_call>{"name": <name>, "arguments": {...}}</tool_call>.'
-    "{% endif %}<|im_end|>{{ nl }}{% endif %}"
-    "{% for message in rest %}"
-    "{% if message.role == 'tool' %}<|im_start|>user\n<tool_response>\n{{ message.content }}\n</tool_response>"
-    "<|im_end|>{{ nl }}"
-    "{% else %}<|im_start|>{{ message.role }}\n{{ message.content or '' }}"
-    "{% for call in message.tool_calls or [] %}<tool_call>{{ nl }}"
-    '{"name": "{{ call.function.name }}", "arguments": '
-    "{% if call.function.arguments is string %}{{ call.function.arguments }}"
-    "{% else %}{{ call.function.arguments | tojson }}{% endif %}}{{ nl }}</tool_call>"
-    "{% endfor %}<|im_end|>{{ nl }}{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant{{ nl }}{% endif %}"
-)
 
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 _DUMMY = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]

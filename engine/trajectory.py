@@ -15,20 +15,43 @@ from pydantic import BaseModel, Field
 
 Status = Literal["ok", "truncated", "infra_error"]
 Role = Literal["agent", "designer"]
+Caller = Literal["agent", "designer", "user"]  # who asks the model: a role, or a benchmark's simulated user
+EPISODE_HEADER = "X-Spadework-Episode"
 
 
 class EpisodeKey(BaseModel):
-    """Which episode this is; the same key is never run twice within a run (resume relies on it)."""
+    """Which episode this is; the same key is never run twice within a run (resume relies on it). Every
+    request an episode makes carries it (`header`), so a scripted server (and a log) knows who asks."""
 
     world: str
     seed: int
-    sample: int
-    hinted: bool
-    role: Role = "agent"
+    sample: int = 0
+    hinted: bool = False
+    role: Caller = "agent"
 
     @property
     def text(self) -> str:
         return f"{self.role}/{self.world}/{self.seed}/{'hinted' if self.hinted else 'plain'}/{self.sample}"
+
+    def header(self, run: str) -> dict[str, str]:
+        """`X-Spadework-Episode: run/role/world/seed/hinted/sample` (a run name holds no slash)."""
+        return {EPISODE_HEADER: f"{run}/{self.text}"}
+
+    @classmethod
+    def from_header(cls, value: str) -> tuple[str, EpisodeKey]:
+        """The run and the key a header names; the world (a file path, maybe) keeps its slashes. A ValueError
+        says what is wrong with it."""
+        head = value.split("/", 2)
+        tail = head[2].rsplit("/", 3) if len(head) == 3 else []
+        if len(tail) != 4:
+            raise ValueError(f"{EPISODE_HEADER} {value!r} is not run/role/world/seed/hinted/sample")
+        run, role = head[:2]
+        world, seed, hinted, sample = tail
+        if hinted not in ("hinted", "plain") or not seed.isdigit() or not sample.isdigit():
+            raise ValueError(f"{EPISODE_HEADER} {value!r}: seed and sample are numbers, hinted is hinted or plain")
+        key = cls.model_validate({"world": world, "seed": int(seed), "sample": int(sample),
+                                  "hinted": hinted == "hinted", "role": role})  # fmt: skip
+        return run, key
 
 
 class Turn(BaseModel):

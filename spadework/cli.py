@@ -19,7 +19,7 @@ from spadework.logs import configure_logging
 GROUPS = {"toolworld": ("toolworlds.cli", "toolworld_app"), "corpus": ("trainers.corpus_cli", "corpus_app"),
           "bench": ("benchmarks.cli", "bench_app")}  # fmt: skip
 COMMANDS = {"rollout": ("engine.cli", "rollout"), "episodes": ("engine.cli", "show"),
-            "mock-server": ("engine.cli", "mock_server"), "serve": ("engine.cli", "serve"),
+            "mock-server": ("spadework.testing.mock_server", "command"), "serve": ("engine.cli", "serve"),
             "vllm": ("engine.cli", "vllm"),
             "design": ("trainers.designer.cli", "design"), "train": ("trainers.train_cli", "train"),
             "report": ("trainers.train_cli", "report"),

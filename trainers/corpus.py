@@ -19,28 +19,17 @@ import random
 import re
 import sysconfig
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from trainers.documents import CorpusError, Document, Source
+from trainers.tables import TablesSource
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 # Not documentation, or not the standard library's own (site-packages lives under the stdlib folder).
 _SKIPPED_PACKAGES = {"site-packages", "test", "tests", "idlelib", "lib2to3", "ensurepip", "turtledemo", "__pycache__"}
 TokenCounter = Callable[[str], int]
-
-
-class CorpusError(ValueError):
-    """A corpus source that cannot be read: the message names the file, line or field."""
-
-
-@dataclass(frozen=True)
-class Document:
-    """One grounding document (or one chunk of it); `source` says where it came from."""
-
-    source: str
-    title: str
-    text: str
 
 
 def approximate_tokens(text: str) -> int:
@@ -97,16 +86,6 @@ def _pack(parts: Sequence[str], separator: str, max_tokens: int, count: TokenCou
         else:
             current = candidate
     return [*packed, current] if current else packed
-
-
-class Source(Protocol):
-    """Random access to a collection of documents."""
-
-    name: str
-
-    def __len__(self) -> int: ...
-
-    def document(self, index: int) -> Document: ...
 
 
 class Corpus:
@@ -343,8 +322,6 @@ def open_source(spec: str, text_field: str = "text") -> Source:
     """`tables`, `python-docs`, a `.jsonl` or `.parquet` file, a folder of text files, or a Hugging Face
     dataset (`hf:...`)."""
     if spec == "tables":
-        from trainers.tables import TablesSource  # it imports this module
-
         return TablesSource()
     if spec == "python-docs":
         return PythonDocsSource()

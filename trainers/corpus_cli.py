@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
-from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.corpus import Corpus, open_source
+from trainers.documents import CorpusError
 
 corpus_app = typer.Typer(help="Grounding documents for the designer.", no_args_is_help=True)
 

@@ -24,7 +24,7 @@ from functools import cached_property
 from importlib import resources
 from typing import Any
 
-from trainers.corpus import CorpusError, Document
+from trainers.documents import CorpusError, Document
 
 SAMPLE_ROWS = 6  # rows shown per document: enough to copy records from, short enough for a 135M prompt
 MINIMUM_ROWS = 3  # a table with fewer rows is no place for a lookup, an update and a question

@@ -39,12 +39,13 @@ from trainers.compare import (
 )
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 from trainers.constrained import GrammarSampler
-from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.corpus import Corpus, open_source
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import RewardSettings
 from trainers.distributed import BroadcastRowFeed, Ranks
+from trainers.documents import CorpusError
 from trainers.equal_compute import ComputeTargetError
 from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
 from trainers.memory import PeakMemory

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.endpoints import EndpointPool
-from engine.episode import EPISODE_HEADER
+from engine.trajectory import EpisodeKey
 from engine.transport import EndpointFailure
 
 TEMPERATURE = 0.001
@@ -32,7 +32,7 @@ class UserSimulator:
         """The user's next message for the simulator chat `messages` (`prompts.simulator_messages`)."""
         body = {"model": self.model, "messages": messages, "temperature": self.temperature,
                 "max_tokens": self.max_tokens}  # fmt: skip
-        headers = {EPISODE_HEADER: f"{self.run}/user/acebench/{seed}/plain/0"}
+        headers = EpisodeKey(role="user", world="acebench", seed=seed).header(self.run)
         with self.pool.sticky() as endpoint:
             answer = await self.pool.post(endpoint, "/chat/completions", body, headers, self.timeout_s)
         try:

@@ -18,7 +18,7 @@ from typing import Any
 from benchmarks.acebench.calls import CallSyntaxError, batch_text, parse_calls
 from benchmarks.acebench.data import AceTask
 from benchmarks.acebench.prompts import STOP_PHRASE, agent_system_prompt
-from engine.mock_server import MockModel, MockSettings
+from spadework.testing.mock_server import MockModel, MockSettings
 
 DONE = "All done."
 GO_ON = "Please go on."
@@ -83,7 +83,7 @@ class ImperfectAce:
         return {"role": "assistant", "content": text}
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The reply in the scripted server's own OpenAI envelope (`engine.mock_server`)."""
+        """The reply in the scripted server's own OpenAI envelope (`spadework.testing.mock_server`)."""
         return self._envelope.completion(body, self.reply(body))
 
     def _user_task(self, messages: list[dict[str, Any]]) -> AceTask:

@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks.bfcl.data import Entry, bfcl_modules
 from benchmarks.bfcl.episode import REVEAL_MESSAGE
 from benchmarks.bfcl.replay import answer_calls
-from engine.mock_server import MockModel, MockSettings
+from spadework.testing.mock_server import MockModel, MockSettings
 
 Call = tuple[str, dict[str, Any]]
 SHARED_MISTAKES = (
@@ -174,7 +174,7 @@ class ImperfectModel:
         return answer.text(_prompt_mistake(mistake, entry, expected))
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The reply in the scripted server's own OpenAI envelope (`engine.mock_server`)."""
+        """The reply in the scripted server's own OpenAI envelope (`spadework.testing.mock_server`)."""
         return self._envelope.completion(body, self.reply(body))
 
 

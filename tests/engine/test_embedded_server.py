@@ -239,9 +239,9 @@ async def test_a_spec_designer_writes_in_stages_and_the_trainer_rebuilds_each_st
     from engine.endpoints import EndpointPool
     from engine.settings import EpisodeSettings
     from trainers.constrained import AdmittedTokens
-    from trainers.corpus import Document
     from trainers.designer.generate import DesignSample, design_constraint, sample_design
     from trainers.designer.prompt import designer_messages
+    from trainers.documents import Document
 
     assert design_constraint("spec", tokens=True) == (None, {})  # the stages bring their own grammars
     settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=200,
@@ -277,11 +277,11 @@ async def test_a_derived_task_is_worded_from_the_plan_the_real_model_wrote(
     from engine.settings import EpisodeSettings
     from toolworlds.spec import Spec
     from trainers.constrained import AdmittedTokens
-    from trainers.corpus import Document
     from trainers.designer.generate import DesignSample, sample_design
     from trainers.designer.prompt import designer_messages
     from trainers.designer.stages import SpecStages
     from trainers.designer.task_text import derived_hint, derived_instruction
+    from trainers.documents import Document
 
     settings = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=1, max_tokens_per_turn=1024,
                                temperature=1.0, completions="llama.cpp", extra_body=dict(EXACT_SAMPLING))  # fmt: skip

@@ -9,9 +9,10 @@ import subprocess
 import sys
 
 DRAW = """
-from engine.mock_server import MockModel, MockSettings
+from engine.trajectory import EpisodeKey
+from spadework.testing.mock_server import MockModel, MockSettings
 model = MockModel(MockSettings(script="random"))
-print([model.next_action(["run", "agent", "banking", "3", "x", "1"], turn) for turn in range(3)])
+print([model.next_action(EpisodeKey(world="banking", seed=3, sample=1), turn) for turn in range(3)])
 """
 
 

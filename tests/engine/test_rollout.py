@@ -12,10 +12,10 @@ import pytest
 
 from engine.endpoints import EndpointPool
 from engine.environments import LocalWorlds
-from engine.mock_server import render, token_ids
 from engine.rollout import RolloutPlan, run_rollout
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
+from spadework.testing.mock_server import render, token_ids
 from tests.benchmarks.scripted import serving
 from tests.engine.conftest import mock_model, play
 from toolworlds.checks import code_names

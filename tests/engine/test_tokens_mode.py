@@ -9,11 +9,11 @@ import pytest
 
 from engine.clients import Route, TokensClient
 from engine.endpoints import EndpointPool
-from engine.episode import EPISODE_HEADER, FINISH_FUNCTION
-from engine.mock_server import fake_logprob
+from engine.episode import FINISH_FUNCTION
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate, byte_tokenizer, load_template
-from engine.trajectory import Turn
+from engine.trajectory import EpisodeKey, Turn
+from spadework.testing.mock_server import fake_logprob
 from tests.engine.conftest import mock_model, play
 from toolworlds.registry import load_world
 
@@ -127,7 +127,7 @@ async def test_staged_sampling_tells_each_stage_the_tokens_left_of_the_reply(tok
     stages = _CountingStages()
     async with EndpointPool.open([tokens_url]) as pool:
         with pool.sticky() as endpoint:
-            route = Route(pool, endpoint, {EPISODE_HEADER: "test/agent/banking/0/plain/0"}, 30.0)
+            route = Route(pool, endpoint, EpisodeKey(world="banking", seed=0).header("test"), 30.0)
             client = TokensClient(route, settings, [], load_template("bytes"))
             messages = [{"role": "system", "content": "Design a world."}, {"role": "user", "content": "Go."}]
             client.start(messages)

@@ -9,9 +9,9 @@ import pytest
 from tests.sandbox.conftest import LIBRARY_SOURCE
 from toolworlds.sandbox import SandboxPool
 from toolworlds.untrusted.validate import GATES, validate
-from trainers.corpus import Document
 from trainers.designer.memory import RememberedWorld
 from trainers.designer.prompt import EXAMPLE_WORLD, PROMPT_VERSION, designer_messages
+from trainers.documents import Document
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,6 @@ import pytest
 
 from trainers.corpus import (
     Corpus,
-    CorpusError,
-    Document,
     JsonLinesSource,
     ParquetSource,
     PythonDocsSource,
@@ -24,6 +22,7 @@ from trainers.corpus import (
     chunk,
     open_source,
 )
+from trainers.documents import CorpusError, Document
 
 PAGES = {f"page{i}": f"Page {i} opens here.\n\n" + f"Body of page {i}. " * 10 for i in range(4)}
 

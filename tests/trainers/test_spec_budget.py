@@ -17,11 +17,11 @@ import pytest
 
 from toolworlds.examples import EXAMPLE_SPEC
 from toolworlds.spec import spec_schema
-from trainers.corpus import Document
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.generate import design_constraint, design_schema
 from trainers.designer.loop import DesignSettings
 from trainers.designer.prompt import designer_messages, spec_system
+from trainers.documents import Document
 
 BOUNDS = ("maxItems", "maxProperties", "maxLength")
 

@@ -21,7 +21,7 @@ from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure
 from engine.settings import EpisodeSettings, Mode
 from engine.store import plan_changes
 from toolworlds.sandbox import SandboxPool, SandboxSettings
-from trainers.corpus import Corpus, CorpusError, open_source
+from trainers.corpus import Corpus, open_source
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics, completed_iterations, run_iteration
@@ -31,6 +31,7 @@ from trainers.designer.regret import RewardMode, RewardSettings, WinRate
 from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
 from trainers.designer.vocabulary import VocabularyRule
+from trainers.documents import CorpusError
 
 log = structlog.get_logger()
 

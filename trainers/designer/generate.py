@@ -15,10 +15,9 @@ from pydantic import BaseModel, Field
 
 from engine.clients import ChatClient, ModelClient, Route, TokensClient
 from engine.endpoints import EndpointPool
-from engine.episode import EPISODE_HEADER
 from engine.settings import EpisodeSettings
 from engine.templates import load_template
-from engine.trajectory import TokenTrace, Turn
+from engine.trajectory import EpisodeKey, TokenTrace, Turn
 from engine.transport import EndpointFailure
 from toolworlds.spec import spec_schema
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
@@ -103,8 +102,8 @@ async def sample_design(
         )
     started = time.perf_counter()
     with pool.sticky() as endpoint:
-        headers = {EPISODE_HEADER: f"{run}/designer/design/{seed}/plain/0"}
-        route = Route(pool, endpoint, headers, settings.request_timeout_s)
+        key = EpisodeKey(role="designer", world="design", seed=seed)
+        route = Route(pool, endpoint, key.header(run), settings.request_timeout_s)
         client: ModelClient
         if settings.mode == "tokens":
             client = TokensClient(route, settings, [], load_template(settings.tokenizer or ""))

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Literal
 
 from toolworlds.examples import EXAMPLE_WORLD
-from trainers.corpus import Document
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.memory import RememberedWorld
 from trainers.designer.stages import PlanRule
+from trainers.documents import Document
 
 DesignFormat = Literal["python", "spec"]
 PROMPT_VERSION = "designer-v2"  # v2: the docstring is written for the agent

@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import logging
 import random
 import time
 from collections import Counter
@@ -39,16 +40,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import typer
 from aiohttp import web
 
-from engine.episode import EPISODE_HEADER
 from engine.parsing import FINISH_TOOL, parse_constrained, parse_native, parse_text
 from engine.templates import load_template
+from engine.trajectory import EPISODE_HEADER, EpisodeKey
 from toolworlds.core import Finish, ToolCall, ToolWorld
 from toolworlds.policies import RandomPolicy
 from toolworlds.registry import load_world, world_in_file
+from toolworlds.serving import HostOption, bind
 
 Script = Literal["oracle", "random", "malformed", "bfcl", "acebench"]
 Style = Literal["native", "hermes", "json", "python"]
@@ -135,12 +138,12 @@ def _plan(world_spec: str, seed: int) -> list[ToolCall | Finish]:
 
 
 def _bfcl_calls(
-    episode: list[str], messages: list[dict[str, Any]], constrained: bool
+    episode: EpisodeKey, messages: list[dict[str, Any]], constrained: bool
 ) -> list[tuple[str, dict[str, Any]]]:
     from benchmarks.bfcl.play import all_entries
     from benchmarks.bfcl.replay import scripted_calls
 
-    return scripted_calls(all_entries()[int(episode[3])], messages, constrained)
+    return scripted_calls(all_entries()[episode.seed], messages, constrained)
 
 
 def _usable_turns(messages: list[dict[str, Any]], constrained: bool) -> int:
@@ -178,15 +181,15 @@ class MockModel:
     def _spec(self, world: str) -> str:
         return self._world_specs.get(world, world)
 
-    def next_action(self, episode: list[str], turn: int) -> ToolCall | Finish:
+    def next_action(self, episode: EpisodeKey, turn: int) -> ToolCall | Finish:
         """What the script does at its `turn`-th usable reply."""
-        _, _, world, seed, _, sample = episode
-        spec = self._spec(world)
+        seed, sample = episode.seed, episode.sample
+        spec = self._spec(episode.world)
         if self.settings.script == "oracle":
-            plan = _plan(spec, int(seed))
+            plan = _plan(spec, seed)
             return plan[turn] if turn < len(plan) else Finish()
         instance = _world_class(spec)()
-        task = instance.reset(int(seed))
+        task = instance.reset(seed)
         # a digest, not `hash()`: Python salts string hashes per process, so the same episode played twice
         # (or a test's in another run) would draw other calls
         digest = hashlib.sha256(f"{seed}/{sample}/{turn}".encode()).digest()
@@ -194,20 +197,20 @@ class MockModel:
         policy.start(instance, task)
         return policy.act(None)
 
-    def design(self, episode: list[str], constrained: bool = False) -> str:
+    def design(self, episode: EpisodeKey, constrained: bool = False) -> str:
         """A designer's reply: one of the given world sources, chosen by the seed, in a fenced block (bare
         when the request constrains the reply, as a spec designer's is)."""
         if not self.settings.designs:
             raise MockRequestError("a designer request, but this mock was started without --design FILE")
-        source = self.settings.designs[int(episode[3]) % len(self.settings.designs)]
+        source = self.settings.designs[episode.seed % len(self.settings.designs)]
         if constrained:
             return source
         return f"Here is a toolworld grounded in the document.\n\n```python\n{source}```\n"
 
-    def reply(self, episode: list[str], body: dict[str, Any], malformed: bool) -> dict[str, Any]:
+    def reply(self, episode: EpisodeKey, body: dict[str, Any], malformed: bool) -> dict[str, Any]:
         """The assistant message for this request."""
         constrained = (body.get("response_format") or {}).get("type") == "json_schema"
-        if episode[1] == "designer":
+        if episode.role == "designer":
             return {"role": "assistant", "content": self.design(episode, constrained)}
         messages = body.get("messages") or []
         if malformed or self.settings.script == "malformed":
@@ -222,12 +225,12 @@ class MockModel:
             return self._message(calls, constrained, None if body.get("tools") else "python")
         return self._message([_named(self.next_action(episode, _usable_turns(messages, constrained)))], constrained)
 
-    def _acebench(self, episode: list[str], body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def _acebench(self, episode: EpisodeKey, body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
         from benchmarks.acebench import replay
 
-        if episode[1] == "user":
+        if episode.role == "user":
             return {"role": "assistant", "content": replay.user_reply(messages)}
-        task = replay.vendored_tasks()[int(episode[3])]
+        task = replay.vendored_tasks()[episode.seed]
         if not body.get("tools"):
             return {"role": "assistant", "content": replay.agent_prompt_reply(task, messages)}
         said = replay.agent_fc_reply(task, messages)
@@ -290,7 +293,7 @@ class MockModel:
             }
         return answer
 
-    def token_completion(self, episode: list[str], body: dict[str, Any], malformed: bool) -> dict[str, Any]:
+    def token_completion(self, episode: EpisodeKey, body: dict[str, Any], malformed: bool) -> dict[str, Any]:
         """`/v1/completions` with a token-id prompt, answered like vLLM with `return_token_ids`."""
         if self.template is None:
             raise MockRequestError("this mock serves /v1/completions only when started with --tokenizer")
@@ -303,7 +306,7 @@ class MockModel:
         constrained = bool({"grammar", "json_schema", "structured_outputs"} & body.keys())  # the reply is the bare call
         parse = parse_constrained if constrained else parse_text
         usable = sum(1 for turn in turns if (reply := parse(turn.split("<|im_end|>")[0])).calls and not reply.problems)
-        if episode[1] == "designer":
+        if episode.role == "designer":
             reply_text = self.design(episode, constrained)
         elif malformed or self.settings.script == "malformed":
             reply_text = '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'
@@ -354,15 +357,6 @@ def _error(status: int, message: str) -> web.Response:
     return web.json_response(body, status=status)
 
 
-def _episode_fields(header: str) -> list[str] | None:
-    """`run/role/world/seed/hinted/sample` split into six, the world (a file path, maybe) keeping its slashes."""
-    head = header.split("/", 2)
-    if len(head) != 3:
-        return None
-    tail = head[2].rsplit("/", 3)
-    return [*head[:2], *tail] if len(tail) == 4 else None
-
-
 def _adapter_request(body: Any) -> tuple[str, str, bool]:
     if not isinstance(body, dict) or not body.get("lora_name") or not body.get("lora_path"):
         raise MockRequestError("give lora_name and lora_path")
@@ -389,7 +383,7 @@ def build_app(settings: MockSettings) -> web.Application:
     model = MockModel(settings)
 
     async def answer(
-        request: web.Request, respond: Callable[[list[str], dict[str, Any], bool], dict[str, Any]]
+        request: web.Request, respond: Callable[[EpisodeKey, dict[str, Any], bool], dict[str, Any]]
     ) -> web.StreamResponse:
         """Validate, wait the latency, inject a fault if one is drawn, else answer with `respond`."""
         model.stats.requests += 1
@@ -398,11 +392,13 @@ def build_app(settings: MockSettings) -> web.Application:
         except json.JSONDecodeError as error:
             return _error(400, f"the request body is not JSON: {error}")
         model.stats.models[str(body.get("model"))] += 1
-        episode = _episode_fields(request.headers.get(EPISODE_HEADER, ""))
-        if episode is None:
-            return _error(400, f"the mock model needs the {EPISODE_HEADER} header (run/role/world/seed/hinted/sample)")
+        header = request.headers.get(EPISODE_HEADER, "")
+        try:
+            episode = EpisodeKey.from_header(header)[1]
+        except ValueError as error:
+            return _error(400, f"the mock model needs the {EPISODE_HEADER} header: {error}")
         names = [entry.get("function", {}).get("name") for entry in body.get("tools") or []]
-        model.stats.offered.setdefault("/".join(episode), []).append(names)
+        model.stats.offered.setdefault(header, []).append(names)
         if settings.latency_s:
             await asyncio.sleep(settings.latency_s)
         fault = model.draw_fault()
@@ -486,3 +482,52 @@ def build_app(settings: MockSettings) -> web.Application:
     app.router.add_post("/reset_prefix_cache", reset_prefix_cache)
     app.router.add_get("/health", lambda request: web.json_response({"status": "ok"}))  # type: ignore[arg-type,return-value]
     return app
+
+
+def command(
+    script: Annotated[Script, typer.Option(help="What the scripted model plays.")] = "oracle",
+    style: Annotated[Style, typer.Option(help="native tool_calls, or text: hermes, json, python.")] = "native",
+    latency: Annotated[float, typer.Option(min=0.0, help="Seconds before each answer.")] = 0.0,
+    fault_rate: Annotated[float, typer.Option(min=0.0, max=1.0, help="Share of requests given a fault.")] = 0.0,
+    faults: Annotated[str, typer.Option(help=f"Comma-separated fault kinds: {', '.join(FAULTS)}.")] = ",".join(FAULTS),
+    hang: Annotated[float, typer.Option(min=0.0, help="How long a 'hang' fault waits.")] = 3600.0,
+    drift: Annotated[bool, typer.Option(help="Re-render past tool calls differently (token drift).")] = False,
+    world: Annotated[list[str], typer.Option(help="Extra worlds to know (file.py:Class).")] = [],  # noqa: B006
+    seed: Annotated[int, typer.Option(help="Seed of the fault draws.")] = 0,
+    tokenizer: Annotated[str | None, typer.Option(help="Serve /v1/completions over this tokenizer ('bytes').")] = None,
+    design: Annotated[
+        list[Path], typer.Option(exists=True, dir_okay=False, help="World files designer requests get, in turn.")
+    ] = [],  # noqa: B006
+    host: HostOption = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one.")] = 8800,
+) -> None:
+    """A scripted OpenAI-compatible model server for tests and benchmarks (not a model)."""
+    if tokenizer is not None:
+        try:
+            load_template(tokenizer)
+        except (ValueError, OSError) as error:
+            raise typer.BadParameter(str(error), param_hint="--tokenizer") from None
+    kinds = tuple(kind.strip() for kind in faults.split(",") if kind.strip())
+    for kind in kinds:
+        if kind not in FAULTS:
+            raise typer.BadParameter(f"{kind!r} is not one of {', '.join(FAULTS)}", param_hint="--faults")
+    settings = MockSettings(
+        script=script,
+        style=style,
+        latency_s=latency,
+        fault_rate=fault_rate,
+        faults=kinds,
+        hang_s=hang,
+        drift=drift,
+        seed=seed,
+        worlds=tuple(world),
+        tokenizer=tokenizer,
+        designs=tuple(path.read_text() for path in design),
+    )
+    # Injected faults drop connections and outlive client deadlines on purpose; aiohttp would log each as an error.
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    application = build_app(settings)  # its worlds are loaded before it says it is serving
+    sock = bind(host, port, backlog=16384)  # thousands of clients connect at once in the benchmarks
+    bound_host, bound_port = sock.getsockname()[:2]
+    print(f"serving mock model on http://{bound_host}:{bound_port}/v1", flush=True)
+    web.run_app(application, sock=sock, print=None, access_log=None, handle_signals=True)

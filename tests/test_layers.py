@@ -1,0 +1,105 @@
+"""The layers hold: no package imports one above it, and no modules import each other in a circle.
+
+Layers, bottom up: toolworlds (the contract, worlds, sandbox) < engine (playing through models) < trainers
+(self-play and its updates) < benchmarks (public harnesses, performance scripts) < spadework (the command and
+the test infrastructure that scripts all of them). Imports inside functions count: a lazy import is still a
+dependency, only a later one."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = ("toolworlds", "engine", "trainers", "benchmarks", "spadework")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every project module `path` imports, at its top or inside a function (`from a import b`: `a.b` when that
+    is a module, else `a`)."""
+    found: set[str] = set()
+    package = _module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else _module_name(path)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against this module's package
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] in LAYERS}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(path): path for layer in LAYERS for path in (ROOT / layer).rglob("*.py")}
+    return {name: {imported for imported in _imports(path) if imported in modules} for name, path in modules.items()}
+
+
+def test_no_package_imports_a_layer_above_its_own() -> None:
+    upward = [
+        f"{module} imports {imported}"
+        for module, imported_modules in _graph().items()
+        for imported in imported_modules
+        if LAYERS.index(imported.split(".")[0]) > LAYERS.index(module.split(".")[0])
+    ]
+    assert not upward, "imports against the layers:\n" + "\n".join(sorted(upward))
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    graph = _graph()
+    # A package's __init__ importing its own modules is how packages re-export; it is not a circle of modules.
+    for module in graph:
+        graph[module] = {m for m in graph[module] if not m.startswith(module + ".")}
+    circles = _strongly_connected(graph)
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(sorted(circle)) for circle in circles)
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm: the components of more than one module (each one a circle of imports)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_checks_see_a_circle_and_an_upward_import_when_there_is_one() -> None:
+    """The graph reader itself: a module that imports a higher layer and its own importer is caught."""
+    graph = _graph()
+    assert "engine.episode" in graph["engine.rollout"]  # a known import is read
+    graph["toolworlds.core"] = {*graph["toolworlds.core"], "engine.rollout"}
+    assert any("toolworlds.core" in circle for circle in _strongly_connected(graph))
