@@ -167,14 +167,14 @@ train-selfplay *flags="": model
     spadework report "$run"
 
 # Who learned in a self-play run: its first and last policy play each other's worlds.
-[group('training')]
+[group('studies')]
 who-learned run *flags="": model
-    python benchmarks/who_learned.py --run {{run}} {{flags}}
+    python benchmarks/studies/who_learned.py --run {{run}} {{flags}}
 
 # A run's early worlds replayed with the hint as recorded and as worded today.
-[group('training')]
+[group('studies')]
 hint-rewording run *flags="": model
-    python benchmarks/hint_rewording.py --run {{run}} {{flags}}
+    python benchmarks/studies/hint_rewording.py --run {{run}} {{flags}}
 
 # SPADE against its ablations (fixed-pool, frozen-designer) at equal agent episodes and sampled tokens (the other arms
 # follow the spade arm of their seed: agent.compute_from), 2 seeds each, the untrained
@@ -192,14 +192,14 @@ train-tools-compare out="runs/compare" *flags="": model
         --set designer.generations=2 {{flags}}
     for run in {{out}}/seed-*/*/; do spadework report "$run" > /dev/null; done
 
-# The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/grpo_sweep.py): the embedded model plays
-# training and validation tasks once (~15 min), then each setting trains on the same plays (~5 min each).
+# The GRPO hyperparameter sweep behind the cpu-tiny preset (benchmarks/studies/grpo_sweep.py): the embedded
+# model plays training and validation tasks once (~15 min), then each setting trains on the same plays (~5 min each).
 
 # The GRPO hyperparameter sweep behind the cpu-tiny preset.
-[group('training')]
+[group('studies')]
 sweep out="runs/sweep" *flags="": model
-    python benchmarks/grpo_sweep.py collect --out {{out}}
-    python benchmarks/grpo_sweep.py sweep --data {{out}} {{flags}}
+    python benchmarks/studies/grpo_sweep.py collect --out {{out}}
+    python benchmarks/studies/grpo_sweep.py sweep --data {{out}} {{flags}}
 
 # Continue a killed (or finished) run from its last checkpoint: `just resume RUN`.
 [group('start here')]
@@ -211,14 +211,14 @@ resume run *flags="": model
 # `--task-texts written derived` adds the task worded by trusted code beside the model's own wording.
 
 # The designer on each grounding corpus, same seed, side by side (~25 min each).
-[group('performance')]
+[group('studies')]
 bench-corpora out="runs/corpora" *flags="": model
-    python benchmarks/designer_corpora.py --out {{out}} {{flags}}
+    python benchmarks/studies/designer_corpora.py --out {{out}} {{flags}}
 
 # Every designer reward on the same recorded plays: `just bench-rewards RUN...`.
-[group('performance')]
+[group('studies')]
 bench-rewards +runs:
-    python benchmarks/designer_rewards.py {{runs}}
+    python benchmarks/studies/designer_rewards.py {{runs}}
 
 # Designer iterations alone: write worlds, validate, play with and without the hint.
 [group('training')]
@@ -233,7 +233,7 @@ validate file *flags="":
 # A tool step in the sandbox vs in-process, and steps/s across the worker pool.
 [group('performance')]
 bench-sandbox *flags="":
-    python benchmarks/sandbox_step.py {{flags}}
+    python benchmarks/perf/sandbox_step.py {{flags}}
 
 # Export a world as a standalone JSON-schema API (tools.json, schemas/, openapi.json).
 [group('worlds')]
@@ -248,7 +248,7 @@ serve world *flags="":
 # The engine vs a bare aiohttp client vs AsyncOpenAI, at 1k / 5k / 10k episodes.
 [group('performance')]
 bench-engine *flags="":
-    python benchmarks/engine_throughput.py {{flags}}
+    python benchmarks/perf/engine_throughput.py {{flags}}
 
 # The embedded model server: generation and prompt tokens/s at 1, 4 and 8 requests at once, constrained
 # tool-call quality on the reference worlds, OpenMP waiting, and the KV cache layouts at long context.
@@ -256,7 +256,7 @@ bench-engine *flags="":
 # The embedded model server: tokens/s, tool-call quality, long-context KV layouts.
 [group('performance')]
 bench-embedded *flags="": model
-    python benchmarks/embedded_server.py {{flags}}
+    python benchmarks/perf/embedded_server.py {{flags}}
 
 # vLLM's CPU build against the embedded llama.cpp server on the same model: generated tokens/s at 1, 4 and 16
 # requests at once, time to first token on a 1,000-token prompt (cold, and sharing a prefix), memory.
@@ -264,12 +264,12 @@ bench-embedded *flags="": model
 # vLLM's CPU build against the embedded llama.cpp server, side by side.
 [group('performance')]
 bench-serve *flags="": model vllm-install
-    python benchmarks/serving_engines.py {{flags}}
+    python benchmarks/perf/serving_engines.py {{flags}}
 
 # Where a run's episodes spend the server's time (decoded, forced, read tokens).
 [group('performance')]
 bench-episodes *paths: model
-    python benchmarks/episode_cost.py {{paths}}
+    python benchmarks/perf/episode_cost.py {{paths}}
 
 # Serve a local GGUF (default: the embedded model) over an OpenAI-compatible API.
 [group('servers')]
@@ -279,9 +279,9 @@ serve-model *flags="": model
 # Steps/s in-process vs over the HTTP session API vs over MCP.
 [group('performance')]
 bench-toolworlds world="banking":
-    python benchmarks/toolworld_steps.py --world {{world}}
+    python benchmarks/perf/toolworld_steps.py --world {{world}}
 
 # The trainer's reading of a grammar vs llguidance's converter, timed.
 [group('performance')]
 bench-grammars *flags="": model
-    python benchmarks/grammar_reading.py {{flags}}
+    python benchmarks/perf/grammar_reading.py {{flags}}

@@ -128,7 +128,7 @@ class ChildServer:
         if self._log is not None:
             self._log.close()
             Path(self._log.name).unlink(missing_ok=True)
-        from toolworlds.serving import stop_child
+        from toolworlds.hosting.serving import stop_child
 
         return None if process is None else stop_child(process)
 

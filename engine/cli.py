@@ -28,9 +28,9 @@ from engine.templates import load_template
 from engine.trajectory import EpisodeRecord
 from engine.transport import TransportKind
 from engine.vllm_server import VLLMSettings, hf_model, install_vllm, serve_vllm_forever
+from toolworlds.hosting.serving import HostOption
 from toolworlds.registry import UnknownWorldError, is_model_written
 from toolworlds.sandbox import SandboxPool, WorldLoadError
-from toolworlds.serving import HostOption
 
 log = structlog.get_logger()
 

@@ -17,7 +17,7 @@ from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
 from toolworlds.play import LocalEpisode
 from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxEpisode, SandboxPool, WorldInfo
-from toolworlds.sandboxed import load_file
+from toolworlds.sandbox.worlds import load_file
 
 
 class Environment(Protocol):

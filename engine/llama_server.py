@@ -44,7 +44,7 @@ EXACT_SAMPLING: dict[str, object] = {"top_k": 0, "top_p": 1.0, "min_p": 0.0}
 # every barrier became a futex sleep and the embedded model decoded at 40 ms a token on 2 cores instead of 20.
 # A bounded spin before sleeping keeps the speed, and idle threads still sleep (0.02 s of CPU in 3 idle
 # seconds, against 3.0 s under OMP_WAIT_POLICY=ACTIVE, which would take a core from the trainer).
-# Measured by benchmarks/embedded_server.py. libgomp reads it once, when llama.cpp loads.
+# Measured by benchmarks/perf/embedded_server.py. libgomp reads it once, when llama.cpp loads.
 LLAMA_OPENMP_SPIN = {"GOMP_SPINCOUNT": "1000000"}
 
 
@@ -98,7 +98,7 @@ def check_port_free(host: str, port: int) -> None:
     """llama.cpp only logs a failed bind; try it first (with the project's own `bind`) for one clear error."""
     if port == 0:
         return
-    from toolworlds.serving import bind  # uvicorn and the world contract: not at every command's start
+    from toolworlds.hosting.serving import bind  # uvicorn and the world contract: not at every command's start
 
     try:
         bind(host, port).close()

@@ -33,7 +33,7 @@ import typer
 from engine.child_server import READY_LINE, ChildServer, ServerStartError, healthy, stop_with_parent
 from engine.hf_checkpoint import float_checkpoint
 from engine.local_models import ModelNotFoundError, resolve_gguf
-from toolworlds.serving import bind, stop_child
+from toolworlds.hosting.serving import bind, stop_child
 
 log = structlog.get_logger()
 

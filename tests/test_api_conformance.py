@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from toolworlds.export import export_world
+from toolworlds.hosting.export import export_world
+from toolworlds.hosting.serving import launched
 from toolworlds.registry import builtin_worlds
-from toolworlds.serving import launched
 
 WORLDS = builtin_worlds()
 

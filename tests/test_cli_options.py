@@ -91,7 +91,7 @@ def test_a_model_written_file_works_wherever_the_help_says_a_world_does() -> Non
 def test_an_unknown_session_option_is_refused_not_ignored() -> None:
     from starlette.testclient import TestClient
 
-    from toolworlds.http import create_app
+    from toolworlds.hosting.http import create_app
     from toolworlds.registry import builtin_worlds
 
     with TestClient(create_app(builtin_worlds()["banking"])) as http:

@@ -15,9 +15,9 @@ from jsonschema import Draft202012Validator
 
 from tests.servers import SPADEWORK, OpenAPIContract
 from toolworlds.core import Finish, ToolCall, replay
-from toolworlds.export import export_world
+from toolworlds.hosting.export import export_world
+from toolworlds.hosting.serving import launched
 from toolworlds.registry import builtin_worlds
-from toolworlds.serving import launched
 
 WORLDS = builtin_worlds()
 
@@ -211,7 +211,7 @@ class GradeRaises(WORLDS["banking"]):  # type: ignore[misc, valid-type]
 def test_a_world_that_raises_ends_its_episode_in_a_defined_state() -> None:
     from starlette.testclient import TestClient
 
-    from toolworlds.http import create_app
+    from toolworlds.hosting.http import create_app
 
     with TestClient(create_app(GradeRaises, max_body_bytes=3_000_000)) as http:
         session = http.post("/sessions", json={"seed": 1}).json()["session_id"]

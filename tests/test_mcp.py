@@ -19,9 +19,9 @@ from tests.servers import SPADEWORK
 from toolworlds.core import Finish, ToolWorld
 from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.examples.library import LibraryWorld
-from toolworlds.export import export_world
+from toolworlds.hosting.export import export_world
+from toolworlds.hosting.serving import launched
 from toolworlds.registry import builtin_worlds
-from toolworlds.serving import launched
 
 WORLDS = builtin_worlds()
 pytestmark = pytest.mark.anyio

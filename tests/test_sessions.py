@@ -6,7 +6,7 @@ import pytest
 
 from toolworlds.core import Finish
 from toolworlds.examples.library import LibraryWorld
-from toolworlds.sessions import SessionError, SessionStore
+from toolworlds.hosting.sessions import SessionError, SessionStore
 
 pytestmark = pytest.mark.anyio
 

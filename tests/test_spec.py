@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from spadework.cli import app
 from toolworlds.checks import check_world
 from toolworlds.core import Finish, ToolCall, ToolWorld, replay
-from toolworlds.export import export_world
+from toolworlds.hosting.export import export_world
 from toolworlds.registry import UnknownWorldError, load_world
 from toolworlds.spec import Spec, SpecError, load_spec, parse_spec, spec_schema
 from toolworlds.spec_compile import compile_spec

@@ -21,14 +21,14 @@ from rich.table import Table
 
 from toolworlds.checks import check_world
 from toolworlds.core import Finish, ToolWorld
-from toolworlds.export import export_world
-from toolworlds.http import MAX_BODY_BYTES
+from toolworlds.hosting.export import export_world
+from toolworlds.hosting.http import MAX_BODY_BYTES
+from toolworlds.hosting.serving import HostOption
 from toolworlds.play import Transcript, play
 from toolworlds.policies import make_policy
 from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
 from toolworlds.sandbox import WorldLoadError
-from toolworlds.sandboxed import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
-from toolworlds.serving import HostOption
+from toolworlds.sandbox.worlds import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
 from toolworlds.spec import spec_schema
 
 toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
@@ -318,7 +318,7 @@ def serve(
     ] = MAX_BODY_BYTES,
 ) -> None:
     """Serve a world: the HTTP session API that openapi.json describes, or MCP (stdio / streamable HTTP)."""
-    from toolworlds.serving import serve_asgi, serve_mcp_stdio
+    from toolworlds.hosting.serving import serve_asgi, serve_mcp_stdio
 
     if transport is not None and not mcp:
         raise typer.BadParameter("--transport chooses how MCP is served: add --mcp", param_hint="--transport")
@@ -332,11 +332,11 @@ def serve(
         serve_mcp_stdio(world)
         return
     if mcp:
-        from toolworlds.mcp_server import mcp_http_app
+        from toolworlds.hosting.mcp_server import mcp_http_app
 
         serve_asgi(mcp_http_app(world, host), host, port, f"{world.name} MCP (streamable HTTP) at /mcp")
     else:
-        from toolworlds.http import create_app
+        from toolworlds.hosting.http import create_app
 
         serve_asgi(create_app(world, capacity, max_body_bytes=max_body_bytes), host, port, f"{world.name} session API")
 
@@ -345,15 +345,15 @@ def _serve_sandboxed(
     path: Path, host: str, port: int, mcp: bool, transport: Transport, capacity: int, max_body_bytes: int
 ) -> None:
     """`serve` for a model-written file: every episode lives in a sandbox process of its own, never in this one."""
-    from toolworlds.sandboxed import SandboxedEpisodes, sandboxed_app
-    from toolworlds.serving import serve_asgi
+    from toolworlds.hosting.serving import serve_asgi
+    from toolworlds.sandbox.worlds import SandboxedEpisodes, sandboxed_app
 
     described = _sandboxed(str(path), describe)  # loads it once to read its tools and refuse what fails
     if not mcp:
         app = sandboxed_app(path, described, capacity, max_body_bytes)
         serve_asgi(app, host, port, f"{described.name} session API (sandboxed)")
         return
-    from toolworlds.mcp_server import mcp_http_app, run_stdio
+    from toolworlds.hosting.mcp_server import mcp_http_app, run_stdio
 
     episodes = SandboxedEpisodes(path)
     if transport is Transport.stdio:

@@ -1,7 +1,7 @@
 """Which reference tasks the agent trains on: task families whose plays disagree.
 
 A GRPO group whose plays all score the same teaches nothing, and on the embedded model that is most
-groups: measured on the `reference-lite` suite (`benchmarks/grpo_sweep.py`, 384 training plays), 83-93%
+groups: measured on the `reference-lite` suite (`benchmarks/studies/grpo_sweep.py`, 384 training plays), 83-93%
 of groups had no reward spread, because success is a property of the task's family (the tools its
 reference plan calls): 30% on "cancel an order", 8% on "freeze an account", 0% on most others.
 

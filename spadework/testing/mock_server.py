@@ -49,9 +49,9 @@ from engine.parsing import FINISH_TOOL, parse_constrained, parse_native, parse_t
 from engine.templates import load_template
 from engine.trajectory import EPISODE_HEADER, EpisodeKey
 from toolworlds.core import Finish, ToolCall, ToolWorld
+from toolworlds.hosting.serving import HostOption, bind
 from toolworlds.policies import RandomPolicy
 from toolworlds.registry import load_world, world_in_file
-from toolworlds.serving import HostOption, bind
 
 Script = Literal["oracle", "random", "malformed", "bfcl", "acebench"]
 Style = Literal["native", "hermes", "json", "python"]

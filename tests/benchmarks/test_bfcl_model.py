@@ -36,7 +36,7 @@ from tests.benchmarks import runs
 from tests.benchmarks.runs import results
 from tests.engine.conftest import mock_model
 from toolworlds.core import ToolCall
-from toolworlds.serving import launched_command
+from toolworlds.hosting.serving import launched_command
 
 
 def bench(*arguments: str) -> subprocess.CompletedProcess[str]:

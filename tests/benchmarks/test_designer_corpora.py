@@ -1,11 +1,11 @@
-"""The designer comparison's arms and its plan rows (`benchmarks/designer_corpora.py`)."""
+"""The designer comparison's arms and its plan rows (`benchmarks/studies/designer_corpora.py`)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from benchmarks.designer_corpora import arm_directory, arm_label, plan_rows
+from benchmarks.studies.designer_corpora import arm_directory, arm_label, plan_rows
 from tests.trainers.test_spec_stages import LIBRARY_STAGES
 from trainers.designer.generate import DesignSample
 from trainers.designer.loop import DesignOutcome

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from benchmarks.grpo_sweep import judge, task_seeds, update_batches
+from benchmarks.studies.grpo_sweep import judge, task_seeds, update_batches
 from trainers.config import load_config
 from trainers.rows import TrainingRow, zero_spread_share
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES
@@ -62,7 +62,7 @@ def test_the_proxy_measures_on_a_hand_computed_case() -> None:
 def test_validation_logprobs_with_a_shared_opening_match_one_pass_per_row() -> None:
     import torch
 
-    from benchmarks.grpo_sweep import sequence_logprobs
+    from benchmarks.studies.grpo_sweep import sequence_logprobs
     from engine.local_models import default_gguf
     from trainers.checkpoint import load_policy
 

@@ -1,4 +1,4 @@
-"""The paired replay of a run's worlds with today's hint (`benchmarks/hint_rewording.py`): what it rewords,
+"""The paired replay of a run's worlds with today's hint (`benchmarks/studies/hint_rewording.py`): what it rewords,
 its measures and decision rule on hand-made plays, what it refuses, and (slow) a replay on the embedded model."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.hint_rewording import Replayed, main, markdown, reworded, summary, worlds_to_replay
-from benchmarks.who_learned import CrossError
+from benchmarks.studies.hint_rewording import Replayed, main, markdown, reworded, summary, worlds_to_replay
+from benchmarks.studies.who_learned import CrossError
 from engine.local_models import default_gguf
 from trainers import journal
 from trainers.config import load_config

@@ -1,4 +1,4 @@
-"""The designer-against-agent cross of a self-play run (`benchmarks/who_learned.py`): its effects on
+"""The designer-against-agent cross of a self-play run (`benchmarks/studies/who_learned.py`): its effects on
 hand-computed cells, its decision rules, what it reads from a run, and (slow) the whole cross on the
 embedded model."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.who_learned import (
+from benchmarks.studies.who_learned import (
     Cells,
     CrossError,
     Scored,

@@ -15,7 +15,7 @@ from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
-from toolworlds.serving import launched_command
+from toolworlds.hosting.serving import launched_command
 
 
 @pytest.fixture(params=["asyncio", "trio"])

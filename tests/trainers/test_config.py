@@ -141,7 +141,7 @@ def test_a_resumed_run_served_by_endpoints_may_move_to_new_ones_and_nothing_else
 
 
 def test_the_cpu_preset_pays_the_designer_the_band_on_partial_credit() -> None:
-    """The reward chosen on recorded plays (benchmarks/designer_rewards.py): a world the agent never solves
+    """The reward chosen on recorded plays (benchmarks/studies/designer_rewards.py): a world the agent never solves
     earns its designer nothing, one in the band earns most."""
     from trainers.designer.regret import Play, RewardSettings, designer_reward, regret_of
 

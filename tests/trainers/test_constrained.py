@@ -179,7 +179,7 @@ def test_the_trainer_scores_grammar_rows_under_the_restricted_softmax(policy: tu
 
 
 def test_forced_tokens_are_the_ones_whose_text_the_grammar_fixed(policy: tuple[Any, Any]) -> None:
-    """What `benchmarks/episode_cost.py` counts as decoding steps spent on no choice at all."""
+    """What `benchmarks/perf/episode_cost.py` counts as decoding steps spent on no choice at all."""
     _, tokenizer = policy
     _, completion, mask = episode(tokenizer)
     reply = completion[: mask.index(0)]

@@ -66,7 +66,7 @@ class WorkerSettings:
     max_reply_bytes: int = 256 << 10  # a process refuses bigger replies itself; the pool kills one that lies
     # After answering, an episode polls this long for its next request before it sleeps, as long as its
     # last request came that soon: on a VM an idle vCPU takes hundreds of microseconds to wake (see
-    # benchmarks/sandbox_step.py), and a busy pool asks each episode again only milliseconds later.
+    # benchmarks/perf/sandbox_step.py), and a busy pool asks each episode again only milliseconds later.
     spin_seconds: float = 0.0003
     startup_seconds: float = 30.0
 

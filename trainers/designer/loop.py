@@ -303,7 +303,7 @@ async def play_both_ways(
 ) -> tuple[Regret, str | None]:
     """The world at `path` played K times without and K times with its hint through `endpoints`, stored under
     `directory`: its regret, and how its own code failed in a play (or None). A world written in an earlier run
-    can be played again by another policy this way (`benchmarks/who_learned.py`)."""
+    can be played again by another policy this way (`benchmarks/studies/who_learned.py`)."""
     plan = RolloutPlan(run=run, world=str(path), tasks=settings.plays, hints="both", settings=settings.agent)
     with TrajectoryStore.open(directory, plan) as store:
         await run_rollout(plan, store, endpoints, environments, settings.concurrency)

@@ -221,7 +221,7 @@ def trends(designs: list[DesignOutcome]) -> dict[str, Trend | None]:
     """The trends the designer is judged by: the frontier share of its valid worlds, and its reward (over
     every reply it was paid for, so validity counts too); and, to read a rise in either, the valid worlds'
     regret and its two parts, the hinted and the unaided mean score (an agent that learns to follow hints
-    raises the hinted mean on worlds no better designed: `benchmarks/who_learned.py` tells the two apart)."""
+    raises the hinted mean on worlds no better designed: `benchmarks/studies/who_learned.py` tells the two apart)."""
     values: dict[str, dict[int, list[float]]] = {name: {} for name in TRENDS}
     for design in designs:
         if design.verdict is None:

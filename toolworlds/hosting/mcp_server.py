@@ -28,8 +28,15 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 
 from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
-from toolworlds.http import ServedWorld
-from toolworlds.sessions import EpisodeFactory, PublicTask, ScoreReport, Session, SessionError, in_process_episodes
+from toolworlds.hosting.http import ServedWorld
+from toolworlds.hosting.sessions import (
+    EpisodeFactory,
+    PublicTask,
+    ScoreReport,
+    Session,
+    SessionError,
+    in_process_episodes,
+)
 from toolworlds.tool import listing, problems_in
 
 EPISODE_TOOLS = ("start_task", "finish", "get_score")

@@ -15,7 +15,7 @@ fixed before the first replay (2026-12-06): it stays iff the paired difference h
 The first candidate, "Use <tool>, then call finish.", did not (docs/runs.md): the agent finished at once twice
 as often, and after the call no more often.
 
-    python benchmarks/hint_rewording.py --run runs/train-selfplay/<time>     # or: just hint-rewording RUN
+    python benchmarks/studies/hint_rewording.py --run runs/train-selfplay/<time>     # or: just hint-rewording RUN
 
 A world's finished plays are read back, so a killed replay resumes. Written to OUT (default
 RUN/hint-rewording): the two versions of each world and their plays under `<design key>/`, `rewording.json`
@@ -36,7 +36,7 @@ from typing import Any
 import anyio
 import typer
 
-from benchmarks.who_learned import CrossError, export_untrained, run_config, serving
+from benchmarks.studies.who_learned import CrossError, export_untrained, run_config, serving
 from engine.environments import LocalWorlds
 from toolworlds.spec import Spec
 from trainers.config import TrainConfig

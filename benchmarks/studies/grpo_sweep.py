@@ -31,8 +31,8 @@ renormalisation (the same approximation the loss makes), and a setting that move
 `kl`, small `ess`) is estimated poorly. The main job's own held-out run is the measurement; the sweep
 chooses which setting that run uses.
 
-    python benchmarks/grpo_sweep.py collect --out runs/sweep           # or: just sweep
-    python benchmarks/grpo_sweep.py sweep --data runs/sweep
+    python benchmarks/studies/grpo_sweep.py collect --out runs/sweep           # or: just sweep
+    python benchmarks/studies/grpo_sweep.py sweep --data runs/sweep
 
 Both steps resume: `collect` plays only what its directory lacks, `sweep` runs only the settings its
 results file (`sweep-<updates>-updates.jsonl`) does not hold yet.

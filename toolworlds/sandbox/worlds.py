@@ -18,11 +18,11 @@ from jsonschema import Draft202012Validator
 from starlette.applications import Starlette
 
 from toolworlds.checks import CheckResult, check_driver
-from toolworlds.http import MAX_BODY_BYTES
+from toolworlds.hosting.http import MAX_BODY_BYTES
+from toolworlds.hosting.sessions import HostedEpisode
 from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import OraclePolicy, RandomPolicy
 from toolworlds.sandbox import SandboxPool, SandboxSettings, WorldInfo, WorldLoadError
-from toolworlds.sessions import HostedEpisode
 from toolworlds.tool import ArgumentProblem, openai_function, schema_problems
 from toolworlds.untrusted import ExtractionError, Repair, prepare
 
@@ -194,7 +194,7 @@ def sandboxed_app(
     path: Path, world: DescribedWorld, capacity: int = 10_000, max_body_bytes: int = MAX_BODY_BYTES
 ) -> Starlette:
     """The HTTP session API of a model-written world: each session is an episode in a sandbox process of its own."""
-    from toolworlds.http import create_app
+    from toolworlds.hosting.http import create_app
 
     episodes = SandboxedEpisodes(path)
 

@@ -64,7 +64,7 @@ def serve_asgi(app: Any, host: str, port: int, what: str) -> None:
 
 
 def serve_mcp_stdio(world: type[ToolWorld[Any]]) -> None:
-    from toolworlds.mcp_server import run_stdio
+    from toolworlds.hosting.mcp_server import run_stdio
 
     print(f"serving {world.name} MCP over stdio", file=sys.stderr, flush=True)
     run_stdio(world)

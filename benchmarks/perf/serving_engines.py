@@ -32,7 +32,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.embedded_server import WORDS, generation_rate
+from benchmarks.perf.embedded_server import WORDS, generation_rate
 from engine.hf_checkpoint import float_checkpoint
 from engine.llama_server import EmbeddedServer, ServerSettings
 from engine.local_models import default_gguf

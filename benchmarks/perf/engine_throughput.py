@@ -18,7 +18,7 @@ a/b and a/c. (a) and (b) run `--repeats` times, alternating, and the
 median run is shown: this machine is noisy. `--world toolworlds/examples/library.py:LibraryWorld` (a world whose
 steps cost ~20 us) isolates the engine's own cost from the world's.
 
-    python benchmarks/engine_throughput.py --concurrency 1000 5000 10000 --latency 0.05
+    python benchmarks/perf/engine_throughput.py --concurrency 1000 5000 10000 --latency 0.05
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from rich.table import Table
 from engine.settings import EpisodeSettings
 from engine.store import read_records
 from engine.trajectory import EPISODE_HEADER
-from toolworlds.serving import launched_command
+from toolworlds.hosting.serving import launched_command
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _raise_fd_limit() -> None:

@@ -4,7 +4,7 @@ The engine will drive worlds in-process (or in sandbox workers); users outside s
 the exported APIs. This prints what each path costs, side by side in one run: oracle episodes per
 repeat, steps per second as the median over repeats, and the ratio to in-process stepping.
 
-    python benchmarks/toolworld_steps.py --world banking --episodes 60 --repeats 3
+    python benchmarks/perf/toolworld_steps.py --world banking --episodes 60 --repeats 3
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from rich.console import Console
 from rich.table import Table
 
 from toolworlds.core import Finish, ToolCall
+from toolworlds.hosting.serving import launched
 from toolworlds.play import play
 from toolworlds.policies import OraclePolicy
 from toolworlds.registry import load_world
-from toolworlds.serving import launched
 
 
 def plans(world_name: str, episodes: int) -> list[tuple[int, list[ToolCall | Finish]]]:

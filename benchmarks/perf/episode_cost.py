@@ -7,7 +7,7 @@ prints, per episode: turns, sampled tokens and how many of them were bytes the c
 decoding step spent on no choice: `AdmittedTokens.forced`), replies cut at the token limit, tokens read
 between turns, and the wall time per episode the store's timestamps give (episodes ran concurrently).
 
-    python benchmarks/episode_cost.py runs/train-tools/<time>/eval/after--1-reference-lite-*
+    python benchmarks/perf/episode_cost.py runs/train-tools/<time>/eval/after--1-reference-lite-*
     just bench-episodes runs/train-tools/<time>
 """
 

@@ -1,7 +1,7 @@
 """A toolworld as a standalone API: OpenAI tool list, JSON Schemas of every input and output, OpenAPI 3.1.
 
 Nothing here is written by hand per world: every schema comes from the tools' signatures and return
-types, and the OpenAPI document describes the session API that `toolworlds.http` serves.
+types, and the OpenAPI document describes the session API that `toolworlds.hosting.http` serves.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 from toolworlds.core import ACTION_ADAPTER, ErrorObservation, StepResult, ToolWorld
-from toolworlds.sessions import PublicTask, ScoreReport
+from toolworlds.hosting.sessions import PublicTask, ScoreReport
 from toolworlds.tool import JSON_SCHEMA_DIALECT, QuietSchema
 
 OPENAPI_REF = "#/components/schemas/{model}"

@@ -16,8 +16,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 
 from toolworlds.core import ACTION_ADAPTER, Finish, ToolWorld, error_observation
-from toolworlds.export import CreateSession, FinishRequest, Health, SessionCreated, SessionView, openapi_document
-from toolworlds.sessions import EpisodeFactory, SessionError, SessionStore
+from toolworlds.hosting.export import (
+    CreateSession,
+    FinishRequest,
+    Health,
+    SessionCreated,
+    SessionView,
+    openapi_document,
+)
+from toolworlds.hosting.sessions import EpisodeFactory, SessionError, SessionStore
 from toolworlds.tool import ArgumentProblem, listing, problems_in
 
 M = TypeVar("M", bound=BaseModel)

@@ -23,8 +23,8 @@ answers, over real HTTP:
 
 (1), (2), (4) and (5) run `--repeats` times and show medians; (1) and (2) also the ratio to one request at a time.
 
-    python benchmarks/embedded_server.py                  # or: just bench-embedded
-    python benchmarks/embedded_server.py --model path/to/other.gguf --quality-tasks 20
+    python benchmarks/perf/embedded_server.py                  # or: just bench-embedded
+    python benchmarks/perf/embedded_server.py --model path/to/other.gguf --quality-tasks 20
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ spread at all, the mean reward of valid worlds at the frontier (unaided mean str
 regret > 0) against the others, and how many valid worlds each reward pays more than nothing. Nothing is
 played again: the rewards differ only in how they read the same plays.
 
-    python benchmarks/designer_rewards.py runs/corpora/tables runs/corpora/python-docs
+    python benchmarks/studies/designer_rewards.py runs/corpora/tables runs/corpora/python-docs
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ greedy lexeme boundaries), on the same rows, which are ASCII so that both can re
 call grammars of the reference worlds. Each row's restriction (`AdmittedTokens.restriction`) is timed from
 a cold grammar cache `--repeats` times; medians side by side and their ratio.
 
-    python benchmarks/grammar_reading.py          # or: just bench-grammars
+    python benchmarks/perf/grammar_reading.py          # or: just bench-grammars
 """
 
 from __future__ import annotations

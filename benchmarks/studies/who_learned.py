@@ -19,7 +19,7 @@ Decision rules, fixed before any cross ran (2026-12-05): "the designer learned" 
 the designer's mean reward, played by the untrained agent, has a 95% interval above zero; "the agent learned
 to use hints" iff the agent effect on regret has a 95% interval above zero.
 
-    python benchmarks/who_learned.py --run runs/train-selfplay/<time>      # or: just who-learned RUN
+    python benchmarks/studies/who_learned.py --run runs/train-selfplay/<time>      # or: just who-learned RUN
 
 A finished part (a designer's iterations, a world's plays by the other agent) is read back, not run again,
 so a killed cross resumes. Written to OUT (default RUN/who-learned): `designer-<policy>/` (a `spadework

@@ -1,7 +1,7 @@
 """A tool step in the sandbox vs the same step in-process, steps/s across the whole pool, and what opening an
 episode costs (a new episode of a loaded world, reset included) in each; then the issue's targets beside them.
 
-    python benchmarks/sandbox_step.py [--steps 3000] [--episodes 64] [--opens 200] [--repeats 3]
+    python benchmarks/perf/sandbox_step.py [--steps 3000] [--episodes 64] [--opens 200] [--repeats 3]
 
 Two worlds: `echo` (a trivial tool: the overhead floor) and the `library` example (a realistic small world
 with a list result). Every sandbox episode is a process of its own, so an open is measured two ways: from a

@@ -14,13 +14,13 @@ and unaided means, the frontier share (valid worlds the agent neither always nor
 with regret > 0), the valid worlds' plans (changing or reading, their length), and the designer groups whose
 valid designs were paid different rewards. A finished run is read back, not run again, so a killed comparison resumes.
 
-    python benchmarks/designer_corpora.py --out runs/corpora      # or: just bench-corpora
-    python benchmarks/designer_corpora.py --corpora tables --task-texts written derived
-    python benchmarks/designer_corpora.py --corpora tables --plans any change --plan-calls 3 1
-    python benchmarks/designer_corpora.py --corpora tables --vocabularies free document
-    python benchmarks/designer_corpora.py --corpora tables --vocabularies document --task-texts derived \
+    python benchmarks/studies/designer_corpora.py --out runs/corpora      # or: just bench-corpora
+    python benchmarks/studies/designer_corpora.py --corpora tables --task-texts written derived
+    python benchmarks/studies/designer_corpora.py --corpora tables --plans any change --plan-calls 3 1
+    python benchmarks/studies/designer_corpora.py --corpora tables --vocabularies free document
+    python benchmarks/studies/designer_corpora.py --corpora tables --vocabularies document --task-texts derived \
         --plan-calls 1 --tool-texts written derived
-    python benchmarks/designer_corpora.py --corpora tables --vocabularies document --task-texts derived \
+    python benchmarks/studies/designer_corpora.py --corpora tables --vocabularies document --task-texts derived \
         --plan-calls 1 --keys spelled listed
 """
 
