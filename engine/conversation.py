@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from engine.settings import Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
+from toolworlds.episode import Grade
 
 NEW_TOOLS_HEADER = "New tools you can call from now on:"
 
@@ -82,7 +83,7 @@ class Conversation(ABC):
         return messages
 
     @abstractmethod
-    async def score(self) -> tuple[float, str]: ...
+    async def grade(self) -> Grade: ...
 
     @abstractmethod
     async def close(self) -> None: ...

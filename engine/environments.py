@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import anyio
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
-from toolworlds.play import LocalEpisode
+from toolworlds.episode import Grade, LocalEpisode
 from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxEpisode, SandboxPool, WorldInfo
 from toolworlds.sandbox.worlds import load_file
@@ -29,7 +29,7 @@ class Environment(Protocol):
 
     async def step(self, action: ToolCall | Finish) -> StepResult: ...
 
-    async def score(self) -> tuple[float, str]: ...
+    async def grade(self) -> Grade: ...
 
     async def close(self) -> None: ...
 
@@ -54,7 +54,7 @@ class LocalEnvironment:
         async with self._steps:
             return await self._episode.step(action)
 
-    async def score(self) -> tuple[float, str]:
+    async def grade(self) -> Grade:
         return await self._episode.grade()
 
     async def close(self) -> None:
@@ -98,7 +98,7 @@ class SandboxEnvironment:
     async def step(self, action: ToolCall | Finish) -> StepResult:
         return await self._opened().step(action)
 
-    async def score(self) -> tuple[float, str]:
+    async def grade(self) -> Grade:
         return await self._opened().grade()
 
     async def close(self) -> None:

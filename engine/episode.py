@@ -275,8 +275,8 @@ class Episode:
         assert self.dialogue is not None
         user = await self.dialogue.respond(reply)
         if user is None:
-            score, scorecard = await self.env.score()
-            raise _EpisodeEnded("ok", None, score, scorecard)
+            grade = await self.env.grade()
+            raise _EpisodeEnded("ok", None, grade.score, grade.scorecard)
         self._tools.extend(user.tools)  # the chat client reads this list at every request
         self.messages.append({"role": "user", "content": user.text(self.settings.mode)})
         if user.calls_run:  # the conversation ran the reply's calls: this is their results, not a new turn
@@ -287,8 +287,8 @@ class Episode:
             self._calling_replies = 0
 
     async def _end_on_state(self, cause: str) -> None:
-        score, scorecard = await self.env.score()
-        raise _EpisodeEnded("truncated", cause, score, scorecard)
+        grade = await self.env.grade()
+        raise _EpisodeEnded("truncated", cause, grade.score, grade.scorecard)
 
 
 def _observation_text(observation: Any) -> str:

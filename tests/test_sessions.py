@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolworlds.core import Finish
+from toolworlds.episode import LocalWorld
 from toolworlds.examples.library import LibraryWorld
 from toolworlds.hosting.sessions import SessionError, SessionStore
 
@@ -17,7 +18,7 @@ def anyio_backend() -> str:
 
 
 async def test_full_store_drops_a_finished_session_never_a_live_one() -> None:
-    store = SessionStore.in_process(LibraryWorld, capacity=2)
+    store = SessionStore(LocalWorld(LibraryWorld), capacity=2)
     first, _ = await store.create(seed=1)
     second, _ = await store.create(seed=2)
     with pytest.raises(SessionError) as refused:
@@ -34,7 +35,7 @@ async def test_full_store_drops_a_finished_session_never_a_live_one() -> None:
 
 
 async def test_hint_only_on_request_and_finished_sessions_refuse_steps() -> None:
-    store = SessionStore.in_process(LibraryWorld)
+    store = SessionStore(LocalWorld(LibraryWorld))
     session, task = await store.create(seed=5)
     assert task.hint is None
     assert (await store.create(seed=5, include_hint=True))[1].hint == LibraryWorld().reset(5).hint

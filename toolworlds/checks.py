@@ -17,14 +17,15 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from toolworlds.core import Finish, ToolCall, ToolWorld, WorldBugError
-from toolworlds.play import EpisodeDriver, LocalEpisode, Transcript, play_driven
+from toolworlds.episode import Episode, LocalWorld, World, tool_schemas
+from toolworlds.play import Transcript, play_driven
 from toolworlds.policies import ArgumentSampler, ScriptedPolicy
 
 MAX_OBSERVATION_BYTES = 32_000
@@ -40,18 +41,6 @@ class CheckResult:
 
 
 WorldClass = type[ToolWorld[Any]]
-
-
-class WorldDriver(Protocol):
-    """What the checks need of a world: its tools' schemas, and fresh episodes."""
-
-    @property
-    def tool_schemas(self) -> list[dict[str, Any]]: ...  # name, description, input_schema, output_schema
-
-    @property
-    def description(self) -> str: ...  # what the agent is told about the world
-
-    async def episode(self) -> EpisodeDriver: ...
 
 
 @dataclass(frozen=True)
@@ -77,7 +66,7 @@ def check_world(world: WorldClass, seeds: Iterable[int] = range(50)) -> list[Che
     chosen = list(seeds)
 
     async def checked() -> list[CheckResult]:
-        return (await check_driver(LocalDriver(world), chosen, lambda: replay_elsewhere(world, chosen)))[0]
+        return (await check_episodes(LocalWorld(world), chosen, lambda: replay_elsewhere(world, chosen)))[0]
 
     return anyio.run(checked)
 
@@ -126,13 +115,13 @@ def crash_site(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-async def check_driver(
-    driver: WorldDriver, seeds: Sequence[int], elsewhere: Callable[[], dict[int, Transcript]] | None = None
+async def check_episodes(
+    world: World, seeds: Sequence[int], elsewhere: Callable[[], dict[int, Transcript]] | None = None
 ) -> tuple[list[CheckResult], Evidence | None]:
-    """Gather the evidence through `driver` (and `elsewhere`'s plays in another process), then judge it; a
-    world that crashes while playing fails at once."""
+    """Gather the evidence through `world`'s episodes (and `elsewhere`'s plays in another process), then judge
+    it; a world that crashes while playing fails at once."""
     try:
-        evidence = await gather(driver, list(seeds))
+        evidence = await gather(world, list(seeds))
         if elsewhere is not None:
             evidence = replace(evidence, elsewhere=elsewhere())
     except Exception as error:  # a world's own code may raise anything while it is played
@@ -152,44 +141,44 @@ def judge(evidence: Evidence) -> list[CheckResult]:
     return results
 
 
-async def gather(driver: WorldDriver, seeds: list[int]) -> Evidence:
+async def gather(world: World, seeds: list[int]) -> Evidence:
     """Every play in an episode of its own, as real plays are (in the sandbox, a process of its own), and each
     reference plan asked of yet another episode (no agent asks a world for its solution): a world cannot tell
     the checks' plays from real ones by counting resets or by noticing it was asked for its plan."""
     plans, oracle = {}, {}
     for seed in seeds:
-        plans[seed] = await reference_plan(driver, seed)
-        oracle[seed] = await play_plan(driver, seed, plans[seed])
-    replay = {seed: await play_plan(driver, seed, await reference_plan(driver, seed)) for seed in seeds}
-    idle = {seed: (await play_plan(driver, seed, [Finish()])).score for seed in seeds}
-    crashes = await probe_tools(driver, oracle[seeds[0]] if seeds else None)
-    return Evidence(driver.tool_schemas, seeds, oracle, replay, idle, crashes, plans, description=driver.description)
+        plans[seed] = await reference_plan(world, seed)
+        oracle[seed] = await play_plan(world, seed, plans[seed])
+    replay = {seed: await play_plan(world, seed, await reference_plan(world, seed)) for seed in seeds}
+    idle = {seed: (await play_plan(world, seed, [Finish()])).score for seed in seeds}
+    crashes = await probe_tools(world, oracle[seeds[0]] if seeds else None)
+    return Evidence(tool_schemas(world), seeds, oracle, replay, idle, crashes, plans, description=world.description)
 
 
-async def in_fresh_episode(driver: WorldDriver, use: Callable[[EpisodeDriver], Awaitable[T]]) -> T:
-    episode = await driver.episode()
+async def in_fresh_episode(world: World, use: Callable[[Episode], Awaitable[T]]) -> T:
+    episode = await world.open()
     try:
         return await use(episode)
     finally:
         await episode.close()
 
 
-async def reference_plan(driver: WorldDriver, seed: int) -> list[ToolCall | Finish]:
+async def reference_plan(world: World, seed: int) -> list[ToolCall | Finish]:
     """The world's reference plan for `seed`, from an episode that plays nothing."""
 
-    async def plan(episode: EpisodeDriver) -> list[ToolCall | Finish]:
+    async def plan(episode: Episode) -> list[ToolCall | Finish]:
         await episode.reset(seed)
         return await episode.solution()
 
-    return await in_fresh_episode(driver, plan)
+    return await in_fresh_episode(world, plan)
 
 
-async def play_plan(driver: WorldDriver, seed: int, plan: list[ToolCall | Finish]) -> Transcript:
+async def play_plan(world: World, seed: int, plan: list[ToolCall | Finish]) -> Transcript:
     """`plan` (then finish) played from `seed` in a fresh episode, until the episode ends."""
-    return await in_fresh_episode(driver, lambda episode: play_driven(episode, seed, ScriptedPolicy(plan), []))
+    return await in_fresh_episode(world, lambda episode: play_driven(episode, seed, ScriptedPolicy(plan), []))
 
 
-async def probe_tools(driver: WorldDriver, seen: Transcript | None) -> dict[str, str]:
+async def probe_tools(world: World, seen: Transcript | None) -> dict[str, str]:
     """Call every tool with schema-shaped arguments (values taken from a reference play where possible), each
     call the first of a fresh episode.
 
@@ -202,31 +191,17 @@ async def probe_tools(driver: WorldDriver, seen: Transcript | None) -> dict[str,
             if isinstance(turn.action, ToolCall):
                 sampler.harvest(dict(turn.action.arguments))
     crashes: dict[str, str] = {}
-    for tool in driver.tool_schemas:
+    for tool in tool_schemas(world):
         for attempt in range(PROBES_PER_TOOL):
             arguments = sampler.arguments(tool["input_schema"], optional_probability=0.5)
             try:
-                await play_plan(driver, attempt, [ToolCall(name=tool["name"], arguments=arguments)])
+                await play_plan(world, attempt, [ToolCall(name=tool["name"], arguments=arguments)])
             except WorldBugError as error:
                 if error.fatal:
                     raise  # the sandbox killed the process: no later call would tell us anything
                 crashes[tool["name"]] = f"{json.dumps(arguments)[:200]}: {error}"
                 break
     return crashes
-
-
-class LocalDriver:
-    def __init__(self, world: WorldClass) -> None:
-        self.world = world
-        self.description = world.description
-        self.tool_schemas = [
-            {"name": s.name, "description": s.description, "input_schema": s.input_schema,
-             "output_schema": s.output_schema}
-            for s in world.tools()
-        ]  # fmt: skip
-
-    async def episode(self) -> EpisodeDriver:
-        return LocalEpisode(self.world())
 
 
 def _schemas(evidence: Evidence) -> tuple[bool, str]:
@@ -587,9 +562,9 @@ def main() -> None:
     world = load_world(sys.argv[1])
 
     async def played() -> None:
-        driver = LocalDriver(world)
+        local = LocalWorld(world)
         for seed in map(int, sys.argv[2:]):
-            transcript = await play_plan(driver, seed, await reference_plan(driver, seed))
+            transcript = await play_plan(local, seed, await reference_plan(local, seed))
             print(transcript.model_dump_json())
 
     anyio.run(played)

@@ -346,7 +346,7 @@ def _serve_sandboxed(
 ) -> None:
     """`serve` for a model-written file: every episode lives in a sandbox process of its own, never in this one."""
     from toolworlds.hosting.serving import serve_asgi
-    from toolworlds.sandbox.worlds import SandboxedEpisodes, sandboxed_app
+    from toolworlds.sandbox.worlds import SandboxedFile, sandboxed_app
 
     described = _sandboxed(str(path), describe)  # loads it once to read its tools and refuse what fails
     if not mcp:
@@ -355,10 +355,10 @@ def _serve_sandboxed(
         return
     from toolworlds.hosting.mcp_server import mcp_http_app, run_stdio
 
-    episodes = SandboxedEpisodes(path)
+    served = SandboxedFile(path, described)
     if transport is Transport.stdio:
         print(f"serving {described.name} MCP over stdio (sandboxed)", file=sys.stderr, flush=True)
-        run_stdio(described, episodes=episodes, running=episodes.running)
+        run_stdio(served, running=served.running)
         return
-    app = mcp_http_app(described, host, episodes=episodes, running=episodes.running)
+    app = mcp_http_app(served, host, running=served.running)
     serve_asgi(app, host, port, f"{described.name} MCP (streamable HTTP) at /mcp (sandboxed)")

@@ -1,55 +1,18 @@
 """Play one episode of a world with a policy and keep the whole transcript.
 
-`play` drives a trusted world object directly; `play_driven` drives any `EpisodeDriver`, which is how a
-world in the sandbox (a `SandboxEpisode`) is played by the same scripted policies.
+`play` drives a trusted world object directly; `play_driven` drives any `Episode` (`toolworlds.episode`),
+which is how a world in the sandbox is played by the same scripted policies.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
+from toolworlds.episode import Episode
 from toolworlds.policies import DrivenPolicy, Policy
-
-
-class EpisodeDriver(Protocol):
-    """One episode, wherever the world runs: in this process, or in the sandbox (`SandboxEpisode`)."""
-
-    async def reset(self, seed: int) -> Task: ...
-
-    async def step(self, action: ToolCall | Finish) -> StepResult: ...
-
-    async def solution(self) -> list[ToolCall | Finish]: ...
-
-    async def close(self) -> None: ...
-
-
-class LocalEpisode:
-    """A trusted world in this process, behind the async driver interface."""
-
-    def __init__(self, world: ToolWorld[Any]) -> None:
-        self.world = world
-
-    async def reset(self, seed: int) -> Task:
-        return self.world.reset(seed)
-
-    async def step(self, action: ToolCall | Finish) -> StepResult:
-        return self.world.step(action)
-
-    async def solution(self) -> list[ToolCall | Finish]:
-        return self.world.solution()
-
-    async def grade(self) -> tuple[float, str]:
-        card = self.world.grade()
-        return card.score, card.summary()
-
-    async def snapshot(self) -> dict[str, Any]:
-        return self.world.snapshot()
-
-    async def close(self) -> None:
-        return None
 
 
 class Turn(BaseModel):
@@ -80,9 +43,7 @@ def play(world: ToolWorld[Any], seed: int, policy: Policy) -> Transcript:
     return Transcript(task=task, turns=turns, score=last.reward)
 
 
-async def play_driven(
-    episode: EpisodeDriver, seed: int, policy: DrivenPolicy, tools: list[dict[str, Any]]
-) -> Transcript:
+async def play_driven(episode: Episode, seed: int, policy: DrivenPolicy, tools: list[dict[str, Any]]) -> Transcript:
     """`play` through a driver: `tools` are the world's tool schemas (`name`, `input_schema`)."""
     task = await episode.reset(seed)
     await policy.begin(episode, tools, task)

@@ -29,6 +29,7 @@ from engine.rollout import Hints, episode_keys
 from engine.settings import EpisodeSettings
 from engine.trajectory import EpisodeKey
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, error_observation
+from toolworlds.episode import Grade
 from toolworlds.registry import builtin_worlds, load_world
 
 HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
@@ -184,8 +185,8 @@ class FocusedEnvironment:
                               info={"tool": action.name, "error": "unknown_tool"})  # fmt: skip
         return await self._inner.step(action)
 
-    async def score(self) -> tuple[float, str]:
-        return await self._inner.score()
+    async def grade(self) -> Grade:
+        return await self._inner.grade()
 
     async def close(self) -> None:
         await self._inner.close()

@@ -40,6 +40,7 @@ from benchmarks.acebench.simulator import UserSimulator
 from engine.conversation import Conversation, UserTurn
 from engine.settings import Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
+from toolworlds.episode import Grade
 
 Protocol = Literal["prompt", "fc"]
 WORLD = "acebench"
@@ -166,7 +167,7 @@ class AceConversation(Conversation):
             raise RuntimeError("multi_turn tasks need a user simulator")
         return self.simulator
 
-    async def score(self) -> tuple[float, str]:
+    async def grade(self) -> Grade:
         task, state = self.task, self.backends.state()
         verdict = check_end_state(state, task.ground_truth)
         process = process_accuracy(self.executed, task.milestones, verdict.ok)
@@ -176,7 +177,7 @@ class AceConversation(Conversation):
             "messages": len(self.dialogue),
             "errors": verdict.errors[:5],
         }
-        return float(verdict.ok), json.dumps(card, ensure_ascii=False)
+        return Grade(score=float(verdict.ok), scorecard=json.dumps(card, ensure_ascii=False))
 
     async def close(self) -> None:
         self._backends = None

@@ -32,6 +32,7 @@ from benchmarks.bfcl.prompting import PromptedCall, Undecodable, decode
 from engine.conversation import Conversation, UserTurn
 from engine.settings import Calls, Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
+from toolworlds.episode import Grade
 
 Style = Literal["chat", "text", "constrained"]
 # The engine's mode for each style, and how it reads calls: `chat` as bfcl-eval's FC handlers do (only
@@ -160,12 +161,12 @@ class BFCLConversation(Conversation):
             return UserTurn(content=DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING.format(functions=revealed))
         return UserTurn(content=REVEAL_MESSAGE, tools=openai_tools(revealed))
 
-    async def score(self) -> tuple[float, str]:
+    async def grade(self) -> Grade:
         backends, decoded = self._opened(), self._decoded
         steps = sum(len(turn) for turn in decoded)
         async with self._scoring:
             self.outcome = await anyio.to_thread.run_sync(backends.score, decoded, steps)
-        return float(self.outcome.valid), self.outcome.reason or "valid"
+        return Grade(score=float(self.outcome.valid), scorecard=self.outcome.reason or "valid")
 
     async def close(self) -> None:
         if self._backends is not None:

@@ -24,6 +24,7 @@ from engine.templates import load_template
 from engine.trajectory import EpisodeRecord
 from tests.engine.conftest import mock_model
 from toolworlds.core import Finish, StepResult, Task, ToolCall
+from toolworlds.episode import Grade
 
 AUDIT = {"type": "function", "function": {"name": "audit", "description": "Audit the account.",
                                          "parameters": {"type": "object", "properties": {}}}}  # fmt: skip
@@ -51,8 +52,8 @@ class FollowUp(Conversation):
         self.replies.append(reply)
         return UserTurn(content=FOLLOW_UP, tools=[AUDIT]) if len(self.replies) == 1 else None
 
-    async def score(self) -> tuple[float, str]:
-        return await self._world.score()
+    async def grade(self) -> Grade:
+        return await self._world.grade()
 
     async def close(self) -> None:
         await self._world.close()

@@ -16,6 +16,7 @@ import pytest
 from tests.procfs import process_stats
 from tests.sandbox.conftest import LIBRARY_SOURCE, play_library
 from toolworlds.core import Finish, ToolCall
+from toolworlds.episode import Grade
 from toolworlds.registry import load_world
 from toolworlds.sandbox import (
     EpisodeLost,
@@ -52,7 +53,7 @@ async def test_a_sandboxed_world_plays_exactly_as_in_process(pool: SandboxPool) 
         assert task == reference.reset(seed)
         for action in await episode.solution():
             assert (await episode.step(action)) == reference.step(action)
-        assert (await episode.grade()) == (1.0, reference.grade().summary())
+        assert (await episode.grade()) == Grade(score=1.0, scorecard=reference.grade().summary())
     assert await episode.snapshot() == reference.snapshot()
 
 

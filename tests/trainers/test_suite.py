@@ -79,8 +79,7 @@ def test_a_focused_episode_shows_the_suites_tools_and_refuses_the_others() -> No
         refused = await env.step(ToolCall(name="assign_ticket", arguments={"ticket_id": "T-1001", "agent_id": "AG-1"}))
         assert "assign_ticket" not in shown and "assign_ticket" in load_world("ticketing").tool_specs
         assert refused.info["error"] == "unknown_tool" and not refused.done
-        score, _ = await env.score()
-        assert score < 1.0
+        assert (await env.grade()).score < 1.0
         await env.close()
 
     anyio.run(play)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 from toolworlds.core import ACTION_ADAPTER, ErrorObservation, StepResult, ToolWorld
+from toolworlds.episode import Described, Tool
 from toolworlds.hosting.sessions import PublicTask, ScoreReport
 from toolworlds.tool import JSON_SCHEMA_DIALECT, QuietSchema
 
@@ -62,31 +63,6 @@ class Health(BaseModel):
     sessions: int
 
 
-class ExportedTool(Protocol):
-    """What the exporters read of a tool: `ToolSpec`, or a sandboxed world's `DescribedTool`."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def description(self) -> str: ...
-    @property
-    def input_schema(self) -> dict[str, Any]: ...
-    @property
-    def required_arguments(self) -> tuple[str, ...]: ...
-    def input_schema_with_refs(self, ref_template: str) -> dict[str, Any]: ...
-    def output_schema_with_refs(self, ref_template: str) -> dict[str, Any]: ...
-
-
-class ExportedWorld(Protocol):
-    """What the exporters read of a world: a `ToolWorld` class, or a sandboxed world's `DescribedWorld`."""
-
-    name: str
-    description: str
-
-    def tools(self) -> list[Any]: ...
-    def openai_tools(self) -> list[dict[str, Any]]: ...
-
-
 def _ref(name: str) -> dict[str, str]:
     return {"$ref": OPENAPI_REF.format(model=name)}
 
@@ -104,7 +80,7 @@ def _hoist(schema: dict[str, Any], into: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def tool_output_schema(spec: ExportedTool, ref_template: str = LOCAL_REF, defs: dict[str, Any] | None = None) -> Any:
+def tool_output_schema(spec: Tool, ref_template: str = LOCAL_REF, defs: dict[str, Any] | None = None) -> Any:
     """What a call of `spec` can observe: its result, or the error observation every tool may give."""
     shared = {} if defs is None else defs
     result = _hoist(spec.output_schema_with_refs(ref_template), shared)
@@ -116,7 +92,7 @@ def tool_output_schema(spec: ExportedTool, ref_template: str = LOCAL_REF, defs: 
     return schema
 
 
-def standalone_schemas(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, dict[str, Any]]:
+def standalone_schemas(world: Described | type[ToolWorld[Any]]) -> dict[str, dict[str, Any]]:
     """`<tool>.input.json` and `<tool>.output.json` for every tool: self-contained draft 2020-12 documents."""
     files: dict[str, dict[str, Any]] = {}
     for spec in world.tools():
@@ -130,7 +106,7 @@ def standalone_schemas(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str,
     return files
 
 
-def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, Any]:
+def openapi_document(world: Described | type[ToolWorld[Any]]) -> dict[str, Any]:
     """OpenAPI 3.1 for the session API: create a session for a seed, call tools, finish, read the score."""
     components: dict[str, Any] = {}
 
@@ -246,7 +222,7 @@ def openapi_document(world: ExportedWorld | type[ToolWorld[Any]]) -> dict[str, A
     }
 
 
-def export_world(world: ExportedWorld | type[ToolWorld[Any]], out: Path) -> list[Path]:
+def export_world(world: Described | type[ToolWorld[Any]], out: Path) -> list[Path]:
     """Write `tools.json`, `schemas/*.json` and `openapi.json` under `out`; return the paths written."""
     documents: dict[str, Any] = {
         "tools.json": world.openai_tools(),

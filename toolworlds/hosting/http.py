@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -16,6 +16,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Lifespan, Message, Receive, Scope, Send
 
 from toolworlds.core import ACTION_ADAPTER, Finish, ToolWorld, error_observation
+from toolworlds.episode import World, as_world
 from toolworlds.hosting.export import (
     CreateSession,
     FinishRequest,
@@ -24,28 +25,10 @@ from toolworlds.hosting.export import (
     SessionView,
     openapi_document,
 )
-from toolworlds.hosting.sessions import EpisodeFactory, SessionError, SessionStore
+from toolworlds.hosting.sessions import SessionError, SessionStore
 from toolworlds.tool import ArgumentProblem, listing, problems_in
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class ServedTool(Protocol):
-    name: str
-
-    @property
-    def required_arguments(self) -> tuple[str, ...]: ...
-    def validate(self, arguments: object) -> tuple[Any, list[ArgumentProblem]]: ...
-
-
-class ServedWorld(Protocol):
-    """A world as the server reads it: a `ToolWorld` class, or a sandboxed world's `DescribedWorld`."""
-
-    name: str
-    description: str
-
-    def tools(self) -> list[Any]: ...
-    def openai_tools(self) -> list[dict[str, Any]]: ...
 
 
 log = structlog.get_logger(__name__)
@@ -110,23 +93,19 @@ class _Invalid(Exception):
 
 
 def create_app(
-    world: ServedWorld | type[ToolWorld[Any]],
+    world: World | type[ToolWorld[Any]],
     capacity: int = 10_000,
     *,
-    episodes: EpisodeFactory | None = None,
     lifespan: Lifespan[Starlette] | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Starlette:
     """An ASGI app serving sessions of `world`; each session is an independent episode.
 
-    A trusted world class plays in this process; a sandboxed world passes `episodes` (which opens episodes in
-    the sandbox) and the `lifespan` that starts and stops its pool. Every error is a JSON error body.
+    A trusted world class plays in this process; a sandboxed world (`SandboxedFile`) comes with the `lifespan`
+    that starts and stops its pool. Every error is a JSON error body.
     """
-    if episodes is None:
-        assert isinstance(world, type), "a described (sandboxed) world needs an episode factory"
-        store = SessionStore.in_process(world, capacity)
-    else:
-        store = SessionStore(episodes, capacity)
+    world = as_world(world)
+    store = SessionStore(world, capacity)
     document = openapi_document(world)
     tools = world.openai_tools()
     specs = {spec.name: spec for spec in world.tools()}

@@ -28,15 +28,8 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
 
 from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
-from toolworlds.hosting.http import ServedWorld
-from toolworlds.hosting.sessions import (
-    EpisodeFactory,
-    PublicTask,
-    ScoreReport,
-    Session,
-    SessionError,
-    in_process_episodes,
-)
+from toolworlds.episode import Grade, World, as_world
+from toolworlds.hosting.sessions import PublicTask, ScoreReport, Session, SessionError
 from toolworlds.tool import listing, problems_in
 
 EPISODE_TOOLS = ("start_task", "finish", "get_score")
@@ -52,17 +45,17 @@ class FinishArguments(BaseModel):
     answer: str | None = Field(default=None, description="The answer, when the task asks a question.")
 
 
-class EpisodeEnd(BaseModel):
+class EpisodeEnd(Grade):
+    """What `finish` answers: the grade of the state the episode ended in."""
+
     finished: bool
-    score: float
-    scorecard: str
 
 
 class _Episodes:
     """Which episode a request plays in: one per MCP connection, or one for the whole process."""
 
-    def __init__(self, factory: EpisodeFactory, one_per_process: bool) -> None:
-        self._factory = factory
+    def __init__(self, world: World, one_per_process: bool) -> None:
+        self._world = world
         self._one_per_process = one_per_process
         self._process: Session | None = None
         self._by_connection: weakref.WeakKeyDictionary[object, Session] = weakref.WeakKeyDictionary()
@@ -81,7 +74,7 @@ class _Episodes:
 
     async def start(self, ctx: ServerRequestContext[Any], seed: int, include_hint: bool) -> Session:
         """A fresh episode for this connection (or process), replacing and closing the one before."""
-        episode = await self._factory()
+        episode = await self._world.open()
         session = Session(episode=episode, public_task=PublicTask.of(await episode.reset(seed), include_hint))
         previous = self.current(ctx)
         if self._one_per_process:
@@ -124,17 +117,13 @@ def _step_schema(result: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def build_server(
-    world: ServedWorld | type[ToolWorld[Any]], *, one_per_process: bool, episodes: EpisodeFactory | None = None
-) -> Server[Any]:
-    """The MCP server of `world`; a sandboxed world passes `episodes`, which opens episodes in the sandbox."""
+def build_server(world: World | type[ToolWorld[Any]], *, one_per_process: bool) -> Server[Any]:
+    """The MCP server of `world` (a trusted class plays in this process; a `SandboxedFile` in the sandbox)."""
+    world = as_world(world)
     clash = set(EPISODE_TOOLS) & {spec.name for spec in world.tools()}
     if clash:
         raise ValueError(f"{world.name} has tools named {sorted(clash)}, which MCP serving reserves")
-    if episodes is None:
-        assert isinstance(world, type), "a described (sandboxed) world needs an episode factory"
-        episodes = in_process_episodes(world)
-    sessions = _Episodes(episodes, one_per_process)
+    sessions = _Episodes(world, one_per_process)
     tools = [
         types.Tool(
             name="start_task",
@@ -235,10 +224,9 @@ async def _refuse_discover(ctx: ServerRequestContext[Any], call_next: Any) -> An
 
 
 def mcp_http_app(
-    world: ServedWorld | type[ToolWorld[Any]],
+    world: World | type[ToolWorld[Any]],
     host: str = "127.0.0.1",
     *,
-    episodes: EpisodeFactory | None = None,
     running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
 ) -> Starlette:
     """Streamable HTTP at `/mcp`, one episode per MCP session.
@@ -246,7 +234,7 @@ def mcp_http_app(
     `host` is the address the server binds: on loopback the SDK turns on its DNS-rebinding protection.
     `running` (a sandboxed world's pool) is entered around the SDK's own lifespan.
     """
-    server = build_server(world, one_per_process=False, episodes=episodes)
+    server = build_server(world, one_per_process=False)
     server.middleware.append(_refuse_discover)
     app: Starlette = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=False, host=host)
     if running is not None:
@@ -262,13 +250,12 @@ def mcp_http_app(
 
 
 def run_stdio(
-    world: ServedWorld | type[ToolWorld[Any]],
+    world: World | type[ToolWorld[Any]],
     *,
-    episodes: EpisodeFactory | None = None,
     running: Callable[[], AbstractAsyncContextManager[None]] | None = None,
 ) -> None:
     """Serve one client on stdin/stdout until it disconnects."""
-    server = build_server(world, one_per_process=True, episodes=episodes)
+    server = build_server(world, one_per_process=True)
 
     async def main() -> None:
         async with running() if running else nullcontext(), stdio_server() as (read, write):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, JsonValue
 
 from toolworlds.checks import crash_site
-from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
-from toolworlds.play import LocalEpisode
+from toolworlds.core import Finish, StepResult, Task, ToolCall
+from toolworlds.episode import Episode, Grade, World
 
 
 def _world_failure(method: str, error: Exception) -> str:
@@ -51,31 +51,11 @@ class PublicTask(BaseModel):
         )
 
 
-class ScoreReport(BaseModel):
-    score: float = Field(ge=0, le=1)
+class ScoreReport(Grade):
+    """A session's grade, and how far its episode went."""
+
     done: bool
     steps: int
-    scorecard: str
-
-    @classmethod
-    def of(cls, world: ToolWorld[Any]) -> ScoreReport:
-        """The score of the world's state as it is now, with the scorecard that explains it."""
-        card = world.grade()
-        return cls(score=card.score, done=world.done, steps=world.steps_taken, scorecard=card.summary())
-
-
-class HostedEpisode(Protocol):
-    """One session's episode: a trusted world in this process (`LocalEpisode`) or a `SandboxEpisode`."""
-
-    async def reset(self, seed: int) -> Task: ...
-
-    async def step(self, action: ToolCall | Finish) -> StepResult: ...
-
-    async def grade(self) -> tuple[float, str]: ...
-
-    async def snapshot(self) -> dict[str, Any]: ...
-
-    async def close(self) -> None: ...
 
 
 T = TypeVar("T")
@@ -86,7 +66,7 @@ class Session:
     """One episode behind a protocol (HTTP sessions, MCP): stepped one action at a time, ended for good when
     the world's own code fails (`failure`), whichever protocol asked."""
 
-    episode: HostedEpisode
+    episode: Episode
     public_task: PublicTask
     steps: int = 0
     done: bool = False
@@ -108,8 +88,8 @@ class Session:
     async def score(self) -> ScoreReport:
         if self.failure is not None:
             raise SessionError(500, "world_error", f"no score: the episode ended when {self.failure}")
-        score, summary = await self.world("grade", self.episode.grade())
-        return ScoreReport(score=score, done=self.done, steps=self.steps, scorecard=summary)
+        grade = await self.world("grade", self.episode.grade())
+        return ScoreReport(score=grade.score, scorecard=grade.scorecard, done=self.done, steps=self.steps)
 
     async def world(self, method: str, call: Awaitable[T]) -> T:
         """Await the world's own code; if it fails, the episode ends failed and the caller gets a named 500."""
@@ -120,31 +100,14 @@ class Session:
             raise SessionError(500, "world_error", self.failure) from None
 
 
-EpisodeFactory = Callable[[], Awaitable[HostedEpisode]]
-
-
-def in_process_episodes(world_class: type[ToolWorld[Any]]) -> EpisodeFactory:
-    """Episodes of a trusted world class: a fresh instance in this process each time."""
-
-    async def fresh() -> HostedEpisode:
-        return LocalEpisode(world_class())
-
-    return fresh
-
-
 class SessionStore:
     """Holds up to `capacity` sessions. When full, the least recently used *finished* one makes room;
     live episodes are never dropped: creating one more is refused instead."""
 
-    def __init__(self, episodes: EpisodeFactory, capacity: int = 10_000) -> None:
-        self.episodes = episodes
+    def __init__(self, world: World, capacity: int = 10_000) -> None:
+        self.world = world
         self.capacity = capacity
         self._sessions: OrderedDict[str, Session] = OrderedDict()
-
-    @classmethod
-    def in_process(cls, world_class: type[ToolWorld[Any]], capacity: int = 10_000) -> SessionStore:
-        """Sessions of a trusted world class, each a fresh instance in this process."""
-        return cls(in_process_episodes(world_class), capacity)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -152,7 +115,7 @@ class SessionStore:
     async def create(self, seed: int, include_hint: bool = False) -> tuple[str, PublicTask]:
         if len(self._sessions) >= self.capacity:
             await self._evict_one_finished()
-        episode = await self.episodes()
+        episode = await self.world.open()
         try:
             task = await episode.reset(seed)
         except Exception as error:  # the world's own code (reset) failed: no session

@@ -74,7 +74,7 @@ class EpisodeHost:
 
     def grade(self, request: dict[str, Any]) -> Any:
         card = self.world._checked_grade()
-        return {"score": card.score, "summary": card.summary()}
+        return {"score": card.score, "scorecard": card.summary()}
 
     def solution(self, request: dict[str, Any]) -> Any:
         return [action.model_dump(mode="json") for action in self.world.solution()]

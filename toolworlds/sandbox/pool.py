@@ -26,10 +26,11 @@ from typing import Any, NotRequired, TypeVar
 import anyio
 import anyio.abc
 import structlog
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
 from toolworlds.core import Action, Finish, StepResult, Task, ToolCall
+from toolworlds.episode import Grade
 from toolworlds.sandbox.processes import (
     EpisodeLost,
     EpisodeProcess,
@@ -402,9 +403,8 @@ class SandboxEpisode:
         reply = await self._request("step", action=action)  # the frame's encoder serializes the model
         return StepResult.model_construct(**_parsed(_STEP, reply, "step"))
 
-    async def grade(self) -> tuple[float, str]:
-        reply = _parsed(_GRADE, await self._request("grade"), "grade")
-        return reply.score, reply.summary
+    async def grade(self) -> Grade:
+        return _parsed(_GRADE, await self._request("grade"), "grade")
 
     async def solution(self) -> list[ToolCall | Finish]:
         return _parsed(_SOLUTION, await self._request("solution"), "solution")
@@ -430,15 +430,10 @@ class _StepReply(TypedDict):
     info: NotRequired[dict[str, Any]]
 
 
-class _Grade(BaseModel):
-    score: float = Field(ge=0, le=1)
-    summary: str
-
-
 T = TypeVar("T")
 _TASK = TypeAdapter(Task)
 _STEP = TypeAdapter(_StepReply)
-_GRADE = TypeAdapter(_Grade)
+_GRADE = TypeAdapter(Grade)
 _SOLUTION: TypeAdapter[list[ToolCall | Finish]] = TypeAdapter(list[Action])
 _SNAPSHOT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 

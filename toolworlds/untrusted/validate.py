@@ -21,15 +21,14 @@ import anyio
 
 from toolworlds.checks import (
     CheckResult,
-    LocalDriver,
     WorldClass,
-    WorldDriver,
     answer_leak_rate,
-    check_driver,
+    check_episodes,
     task_meaning,
 )
-from toolworlds.play import EpisodeDriver
+from toolworlds.episode import LocalWorld, World
 from toolworlds.sandbox import SandboxError, SandboxPool, SandboxSettings, WorldInfo
+from toolworlds.sandbox.described import SandboxWorld
 from toolworlds.spec import SpecError, parse_spec
 from toolworlds.spec_compile import compile_spec
 from toolworlds.untrusted.extract import ExtractionError, extract_source
@@ -86,19 +85,6 @@ class Verdict:
         }
 
 
-class SandboxDriver:
-    """The checks' view of a world loaded in the sandbox."""
-
-    def __init__(self, pool: SandboxPool, world: WorldInfo) -> None:
-        self.pool = pool
-        self.world = world
-        self.tool_schemas = world.tools
-        self.description = world.description
-
-    async def episode(self) -> EpisodeDriver:
-        return await self.pool.open(self.world)
-
-
 async def validate(
     text: str, pool: SandboxPool, *, seeds: Sequence[int] = DEFAULT_SEEDS, filename: str = "<world>"
 ) -> Verdict:
@@ -136,7 +122,7 @@ async def _judge(
         verdict.gates.append(Gate("load", False, str(error)))
         return verdict
     verdict.gates.append(Gate("load", True, f"{world.name}: {len(world.tools)} tools"))
-    await _smoke(verdict, SandboxDriver(pool, world), seeds)
+    await _smoke(verdict, SandboxWorld(pool, world), seeds)
     if verdict.valid and keep:
         verdict.world = world
     else:
@@ -161,7 +147,7 @@ async def validate_spec(text: str, *, seeds: Sequence[int] = DEFAULT_SEEDS) -> V
         verdict.gates.append(Gate("compile", False, _first_few(error.problems)))
         return verdict
     verdict.gates.append(Gate("compile", True, f"{len(spec.task.plan)} planned calls"))
-    if not await _smoke(verdict, LocalDriver(world), seeds):
+    if not await _smoke(verdict, LocalWorld(world), seeds):
         return verdict
     verdict.valid_without_repair = True  # nothing is repaired in a spec
     verdict.local = world
@@ -180,10 +166,10 @@ def _fenced_json(text: str) -> str:
     return stripped
 
 
-async def _smoke(verdict: Verdict, driver: WorldDriver, seeds: Sequence[int]) -> bool:
+async def _smoke(verdict: Verdict, world: World, seeds: Sequence[int]) -> bool:
     """The contract checks (`toolworlds.checks`), then whether the task means something (`task_meaning`): the
     last two gates, appended to `verdict`; whether both passed."""
-    verdict.checks, evidence = await check_driver(driver, list(seeds))
+    verdict.checks, evidence = await check_episodes(world, list(seeds))
     verdict.answer_leak = answer_leak_rate(evidence) if evidence else None
     failed = [check for check in verdict.checks if not check.passed]
     if failed or evidence is None:
