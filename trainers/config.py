@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
+from trainers.constrained import GrammarSampler
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.regret import RewardMode, WinRate
 from trainers.designer.stages import PlanRule
@@ -29,6 +30,8 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
+GrammarLogprobs = Literal["restricted", "full"]
 WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-reload", "vllm-nccl", "none"]
 
 
@@ -196,12 +199,12 @@ class UpdateConfig(_Section):
     steps_per_batch: int = Field(1, ge=1, description="Optimiser steps on each batch of rows (GRPO's mu).")
     scale: Literal["role", "group", "none"] = "role"
     max_completion_length: int = Field(4096, ge=16)
-    importance_sampling: Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"] = Field(
+    importance_sampling: ImportanceSampling = Field(
         "token_truncate", description="Correct for the serving engine sampling from other weights (quantized, stale)."
     )
     importance_sampling_cap: float = Field(3.0, gt=1.0, description="Ratios above this are truncated (or masked).")
     gradient_checkpointing: bool = Field(True, description="Recompute activations in backward: far less memory.")
-    grammar_logprobs: Literal["restricted", "full"] = Field(
+    grammar_logprobs: GrammarLogprobs = Field(
         "restricted",
         description="Grammar-sampled rows: score tokens under the model restricted to what the grammar admitted "
         "(the policy that sampled them, exact) or under the full softmax (biased: forced tokens get gradient).",
@@ -330,6 +333,12 @@ class TrainConfig(_Section):
     def trains_designer(self) -> bool:
         """Whether the designer's rows reach the updates (not in the fixed-pool or frozen-designer ablations)."""
         return not (self.ablations.frozen_designer or self.ablations.fixed_pool)
+
+    @property
+    def grammar_sampler(self) -> GrammarSampler:
+        """Whose rules the run's grammars are sampled under: the embedded llama.cpp server's, or vLLM's (endpoints
+        are vLLM servers: tokens mode sends its grammars as vLLM's structured outputs)."""
+        return "llama.cpp" if self.policy.on_embedded_llama_cpp else "vllm"
 
     @property
     def update_rows(self) -> dict[str, int]:

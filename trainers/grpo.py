@@ -22,47 +22,39 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from trainers.callbacks import Callback
+from trainers.config import ImportanceSampling, TrainConfig, UpdateConfig
 from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
-from trainers.sharding import FSDP_CONFIG, GatherForPush, Sharding, policy_for_push, shard_on_cpu
+from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
 
 
-ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
-GrammarLogprobs = Literal["restricted", "full"]
-
-
 @dataclass(frozen=True)
 class UpdateSettings:
-    """The optimiser's knobs for one role-mixed GRPO update per batch."""
+    """The update as the trainer takes it: the config's knobs, each defined once (`UpdateConfig`), and what
+    the rest of the run's config decides (`of`)."""
 
-    rows_per_update: int = 8
-    rows_per_pass: int = 1  # rows in one forward/backward pass; the rest is gradient accumulation (memory)
-    learning_rate: float = 1e-5
-    beta: float = 0.0  # KL to a reference model; 0 needs no reference copy
-    epsilon: float = 0.2  # PPO clip; only steps after a batch's first see a policy other than the one scored
-    steps_per_batch: int = 1  # optimiser steps on each batch (GRPO's mu, TRL's num_iterations)
-    max_completion_length: int = 4096
-    wait_seconds: float = 3600.0  # how long an update waits for the self-play loop's next rows
-    importance_sampling: ImportanceSampling = "token_truncate"  # or "off"
-    importance_sampling_cap: float = 3.0  # ratios above are truncated (or masked, in the *_mask modes)
-    gradient_checkpointing: bool = True  # recompute activations in the backward pass: far less memory on long rows
+    knobs: UpdateConfig
+    batch_rows: int  # rows in one update, both roles (`TrainConfig.update_rows`): one optimiser batch
     temperature: float = 1.0  # the sampling temperature: the trainer's logprobs must be the sampler's distribution
-    # Rows sampled under a grammar: score each token under the model restricted to what the grammar admitted
-    # (the policy that sampled, `trainers.constrained`), or under the full softmax (the old, biased way).
-    grammar_logprobs: GrammarLogprobs = "restricted"
     grammar_sampler: GrammarSampler = "llama.cpp"  # whose rules the grammars were sampled under (llama.cpp or vLLM)
-    sharding: Sharding = "none"  # fsdp2: weights, gradients and optimizer state split over the processes
+    wait_seconds: float = 3600.0  # how long an update waits for the self-play loop's next rows
 
     def __post_init__(self) -> None:
-        if self.rows_per_update % self.rows_per_pass:
+        if self.batch_rows % self.knobs.rows_per_pass:
             raise ValueError(
-                f"rows_per_update ({self.rows_per_update}) must be a multiple of rows_per_pass ({self.rows_per_pass})"
+                f"the rows of one update ({self.batch_rows}) must be a multiple of rows_per_pass "
+                f"({self.knobs.rows_per_pass})"
             )
+
+    @classmethod
+    def of(cls, config: TrainConfig) -> UpdateSettings:
+        """A run's update: its batch holds both roles' rows, scored at the agent's sampling temperature."""
+        return cls(config.update, sum(config.update_rows.values()), config.agent.temperature, config.grammar_sampler)
 
 
 class TrainingStopped(Exception):
@@ -278,34 +270,34 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         output_dir=str(out),
         # One optimiser step per `rows_per_update` rows, in passes of `rows_per_pass`: on CPU the logits and
         # activations of four 2,000-token rows at once took 18 GB; one row per pass keeps that bounded.
-        per_device_train_batch_size=settings.rows_per_pass,
-        gradient_accumulation_steps=settings.rows_per_update // (settings.rows_per_pass * processes),
-        num_generations=settings.rows_per_update,  # TRL's grouping is unused: groups live in the advantages
-        max_steps=updates * settings.steps_per_batch,
-        num_iterations=settings.steps_per_batch,  # TRL asks the feed for rows once per batch, steps it mu times
-        learning_rate=settings.learning_rate,
-        beta=settings.beta,
-        epsilon=settings.epsilon,
-        max_completion_length=settings.max_completion_length,
+        per_device_train_batch_size=settings.knobs.rows_per_pass,
+        gradient_accumulation_steps=settings.batch_rows // (settings.knobs.rows_per_pass * processes),
+        num_generations=settings.batch_rows,  # TRL's grouping is unused: groups live in the advantages
+        max_steps=updates * settings.knobs.steps_per_batch,
+        num_iterations=settings.knobs.steps_per_batch,  # TRL asks the feed for rows once per batch, steps it mu times
+        learning_rate=settings.knobs.learning_rate,
+        beta=settings.knobs.beta,
+        epsilon=settings.knobs.epsilon,
+        max_completion_length=settings.knobs.max_completion_length,
         temperature=settings.temperature,  # TRL divides the logits by it: the sampler's distribution
         scale_rewards="none",
         logging_steps=1,
         report_to=[],
         save_strategy="no",  # checkpoints are written when the self-play loop asks (SaveWhenAsked)
         save_total_limit=2,
-        vllm_importance_sampling_correction=settings.importance_sampling != "off",
-        vllm_importance_sampling_mode=_is_mode(settings.importance_sampling),
-        vllm_importance_sampling_clip_max=settings.importance_sampling_cap,
+        vllm_importance_sampling_correction=settings.knobs.importance_sampling != "off",
+        vllm_importance_sampling_mode=_is_mode(settings.knobs.importance_sampling),
+        vllm_importance_sampling_clip_max=settings.knobs.importance_sampling_cap,
         use_cpu=not _has_accelerator(),
-        gradient_checkpointing=settings.gradient_checkpointing,
+        gradient_checkpointing=settings.knobs.gradient_checkpointing,
         bf16=_has_accelerator(),  # CPU: float32 throughout
         # Processes other than the first wait in a collective while it plays a whole iteration.
         ddp_timeout=int(settings.wait_seconds) + 600,
-        fsdp=settings.sharding == "fsdp2",
-        fsdp_config=dict(FSDP_CONFIG) if settings.sharding == "fsdp2" else None,
+        fsdp=settings.knobs.sharding == "fsdp2",
+        fsdp_config=dict(FSDP_CONFIG) if settings.knobs.sharding == "fsdp2" else None,
     )
     # TRL samples prompts from a dataset; each prompt only asks the feed for one row.
-    prompts = Dataset.from_dict({"prompt": ["(rows come from the engine)"] * settings.rows_per_update})
+    prompts = Dataset.from_dict({"prompt": ["(rows come from the engine)"] * settings.batch_rows})
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[advantage_reward],
@@ -313,21 +305,21 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         train_dataset=prompts,
         processing_class=tokenizer,
         rollout_func=feed,
-        callbacks=[SaveWhenAsked(settings.steps_per_batch), RateFromSchedule()],
+        callbacks=[SaveWhenAsked(settings.knobs.steps_per_batch), RateFromSchedule()],
     )
-    if settings.sharding == "fsdp2":
+    if settings.knobs.sharding == "fsdp2":
         if not _has_accelerator():
             shard_on_cpu(trainer)
-        trainer.add_callback(GatherForPush.for_trainer(trainer, settings.steps_per_batch))
+        trainer.add_callback(GatherForPush.for_trainer(trainer, settings.knobs.steps_per_batch))
     elif trainer.is_fsdp_enabled:
         raise ValueError(
             "accelerate's config shards the policy (FSDP), so the weight sync would read shards: "
             "set update.sharding=fsdp2 (spadework then gathers the whole weights for each push)"
         )
     train_without_padding(trainer)
-    if settings.importance_sampling != "off":
+    if settings.knobs.importance_sampling != "off":
         _correct_for_the_sampler(trainer)
-    if settings.grammar_logprobs == "restricted":
+    if settings.knobs.grammar_logprobs == "restricted":
         feed.restrictions = GrammarRestrictions(tokenizer, settings.grammar_sampler)
         restrict_to_grammar(trainer, feed.restrictions)
     return trainer

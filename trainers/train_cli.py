@@ -38,7 +38,6 @@ from trainers.compare import (
     write_comparison,
 )
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
-from trainers.constrained import GrammarSampler
 from trainers.corpus import Corpus, open_source
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignRun, DesignSettings
@@ -104,11 +103,11 @@ def train(
         overrides = [*overrides, f"policy.endpoints={json.dumps(endpoint)}"]
     config, out, state = _configured_run(preset, overrides, out, resume, check_empty=ranks.leader)
     source = policy_source(config)
-    update = update_settings(config)
-    if update.rows_per_update % (update.rows_per_pass * ranks.world):
+    update = UpdateSettings.of(config)
+    if update.batch_rows % (config.update.rows_per_pass * ranks.world):
         raise typer.BadParameter(
             f"the rows of one update, {config.update_rows}, must split evenly over {ranks.world} processes of "
-            f"update.rows_per_pass ({update.rows_per_pass}) rows",
+            f"update.rows_per_pass ({config.update.rows_per_pass}) rows",
             param_hint="--set update.rows_per_update",
         )
     if not ranks.leader:
@@ -354,28 +353,6 @@ def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSe
     log.info("following the first process", rank=ranks.rank, processes=ranks.world)
     with suppress(TrainingStopped):
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-
-
-def grammar_sampler(config: TrainConfig) -> GrammarSampler:
-    """Whose rules the run's grammars are sampled under: the embedded llama.cpp server's, or vLLM's (endpoints
-    are vLLM servers: tokens mode sends its grammars as vLLM's structured outputs)."""
-    return "llama.cpp" if config.policy.on_embedded_llama_cpp else "vllm"
-
-
-def update_settings(config: TrainConfig) -> UpdateSettings:
-    """The update's knobs as the trainer takes them: its batch holds both roles' rows (`update_rows`), scored at the
-    agent's sampling temperature."""
-    knobs = config.update
-    return UpdateSettings(rows_per_update=sum(config.update_rows.values()), rows_per_pass=knobs.rows_per_pass,
-                          learning_rate=knobs.learning_rate, beta=knobs.beta, epsilon=knobs.epsilon,
-                          steps_per_batch=knobs.steps_per_batch,
-                          max_completion_length=knobs.max_completion_length,
-                          importance_sampling=knobs.importance_sampling,
-                          importance_sampling_cap=knobs.importance_sampling_cap,
-                          gradient_checkpointing=knobs.gradient_checkpointing,
-                          grammar_logprobs=knobs.grammar_logprobs,
-                          grammar_sampler=grammar_sampler(config), sharding=knobs.sharding,
-                          temperature=config.agent.temperature)  # fmt: skip
 
 
 def _lora(config: TrainConfig) -> LoraSettings | None:

@@ -47,7 +47,7 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -313,8 +313,7 @@ def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord
                 old: list[float], success: list[float], updates: int, work: Path) -> Outcome:  # fmt: skip
     """A fresh policy, `updates` real GRPO updates with `setting`, then the validation measures."""
     from trainers.checkpoint import load_policy
-    from trainers.grpo import Learner, RowFeed, grpo_trainer
-    from trainers.train_cli import update_settings
+    from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
 
     changed = {
         "learning_rate": setting.learning_rate,
@@ -324,14 +323,12 @@ def run_setting(setting: Setting, config: TrainConfig, train: list[EpisodeRecord
     }
     knobs = config.update.model_copy(update=changed)
     # the sweep trains the agent's rows only: no room for designer rows in its updates
-    settings = replace(
-        update_settings(config.model_copy(update={"update": knobs})), rows_per_update=knobs.rows_per_update
-    )
-    batches = update_batches(grouped(train, setting.group_size), settings.rows_per_update, updates)
+    settings = UpdateSettings(knobs, knobs.rows_per_update, config.agent.temperature, config.grammar_sampler)
+    batches = update_batches(grouped(train, setting.group_size), settings.batch_rows, updates)
     model, tokenizer = load_policy(resolve_gguf(config.policy.model), None, None)
     feed = RowFeed()
     trainer = grpo_trainer(model, tokenizer, feed, settings, work / setting.name.replace(" ", "-"), updates)
-    learner = Learner(trainer, feed, None, {"agent": settings.rows_per_update}, config.run.seed)
+    learner = Learner(trainer, feed, None, {"agent": settings.batch_rows}, config.run.seed)
     started, tokens = time.perf_counter(), 0
     try:
         for batch in batches:

@@ -60,14 +60,15 @@ def main(out: Path, sharding: str) -> None:
 
     from engine.local_models import default_gguf
     from trainers.checkpoint import load_policy
+    from trainers.config import UpdateConfig
     from trainers.distributed import BroadcastRowFeed, Ranks
     from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
 
     ranks = Ranks.from_env()
     set_seed(0)
     model, tokenizer = load_policy(default_gguf())
-    settings = UpdateSettings(rows_per_update=4, learning_rate=1e-4, importance_sampling="off",
-                              sharding=sharding, wait_seconds=300)  # type: ignore[arg-type]  # fmt: skip
+    knobs = UpdateConfig(learning_rate=1e-4, importance_sampling="off", sharding=sharding)  # type: ignore[arg-type]
+    settings = UpdateSettings(knobs, 4, wait_seconds=300)
     feed = BroadcastRowFeed(ranks, settings.wait_seconds) if ranks.world > 1 else RowFeed(settings.wait_seconds)
     trainer = grpo_trainer(model, tokenizer, feed, settings, out / "trainer", updates=2, processes=ranks.world)
     if not ranks.leader:

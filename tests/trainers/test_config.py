@@ -204,9 +204,9 @@ def test_plan_rules_need_a_spec_designer() -> None:
 def test_the_trainer_reads_grammars_by_the_rules_of_the_server_that_sampled(
     preset: str, overrides: list[str], sampler: str
 ) -> None:
-    from trainers.train_cli import update_settings
+    from trainers.grpo import UpdateSettings
 
-    assert update_settings(load_config(preset, overrides)).grammar_sampler == sampler
+    assert UpdateSettings.of(load_config(preset, overrides)).grammar_sampler == sampler
 
 
 def test_a_sharded_lora_policy_is_refused_before_anything_starts() -> None:
@@ -220,3 +220,16 @@ def test_on_vllm_grammar_rows_are_importance_weighted_under_the_restricted_polic
     within 5.8e-5 of the trainer's restricted logprob), so the weights compare like with like."""
     config = load_config("cpu-vllm", ["update.importance_sampling=token_truncate"])
     assert config.update.grammar_logprobs == "restricted" and config.agent.call_schema
+
+
+def test_the_trainers_settings_take_each_knob_from_the_config_and_the_batch_from_both_roles() -> None:
+    """One knob, one place: the trainer reads `UpdateConfig` itself; only what the run decides is added."""
+    from trainers.grpo import UpdateSettings
+
+    config = load_config("cpu-tiny", ["update.learning_rate=3e-5", "update.rows_per_update=8"])
+    settings = UpdateSettings.of(config)
+    assert settings.knobs is config.update and settings.knobs.learning_rate == 3e-5
+    assert settings.batch_rows == 8 + config.designer.documents * config.designer.generations
+    assert settings.temperature == config.agent.temperature
+    with pytest.raises(ValueError, match=r"must be a multiple of rows_per_pass \(3\)"):
+        UpdateSettings(config.update.model_copy(update={"rows_per_pass": 3}), 8)

@@ -16,6 +16,7 @@ import regex
 from engine.call_grammar import call_grammar
 from engine.templates import TokenTemplate, end_of_generation_ids
 from tests.policy import trainable
+from trainers.config import UpdateConfig
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.grpo import Learner, RowFeed, UpdateSettings, grpo_trainer
 from trainers.rows import TrainingRow, with_advantages
@@ -128,7 +129,7 @@ def test_the_trainer_scores_grammar_rows_under_the_restricted_softmax(policy: tu
                     logprobs=[0.0] * len(plain), reward=0.0, advantage=-1.0),
     ]  # fmt: skip
     feed = RowFeed(wait_seconds=5)
-    settings = UpdateSettings(rows_per_update=2, temperature=TEMPERATURE, gradient_checkpointing=False)
+    settings = UpdateSettings(UpdateConfig(gradient_checkpointing=False), 2, TEMPERATURE)
     trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
     assert feed.restrictions is not None
     feed.restrictions.prepare(rows)
@@ -215,7 +216,7 @@ def test_a_row_the_trainer_cannot_read_costs_that_row_not_the_update(policy: tup
         row("", 0.0, plain, [1] * len(plain)),
     ]
     feed = RowFeed(wait_seconds=60)
-    settings = UpdateSettings(rows_per_update=4, temperature=TEMPERATURE, gradient_checkpointing=False)
+    settings = UpdateSettings(UpdateConfig(gradient_checkpointing=False), 4, TEMPERATURE)
     trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
     learner = Learner(trainer, feed, None, {"agent": 4})
     with capture_logs() as logs:

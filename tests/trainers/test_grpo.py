@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.policy import trainable
+from trainers.config import UpdateConfig
 from trainers.grpo import Learner, RowFeed, UpdateSettings, fit_batch, grpo_trainer
 from trainers.rows import TrainingRow, with_advantages
 
@@ -41,7 +42,7 @@ def test_an_update_moves_the_policy_toward_the_positive_advantage(tmp_path: Path
     feed = RowFeed(wait_seconds=5)
     for _ in range(2):
         feed.put(with_advantages(rows, scale="group"))
-    trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(rows_per_update=4, learning_rate=1e-4), tmp_path, 2)
+    trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(UpdateConfig(learning_rate=1e-4), 4), tmp_path, 2)
     trainer.train()
     after = sequence_logprob(trainer.model, prompt, good), sequence_logprob(trainer.model, prompt, bad)
     assert feed.batches == 2
@@ -81,7 +82,7 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(
                                 logprobs=[0.0] * len(ids), env_mask=[1] * len(ids), reward=reward))  # fmt: skip
     initial = model.lm_head.weight.detach().clone()
     feed, sync = RowFeed(wait_seconds=60), RecordingSync()
-    trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(rows_per_update=4, learning_rate=1e-3), tmp_path, 2)
+    trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(UpdateConfig(learning_rate=1e-3), 4), tmp_path, 2)
     learner = Learner(trainer, feed, sync, {"agent": 4})
     for _ in range(2):
         learner.update(with_advantages(rows, scale="group"))
@@ -104,7 +105,7 @@ def test_several_steps_per_batch_take_the_rows_once_and_checkpoint_after_the_las
     good, bad = tokenizer.encode("A<|im_end|>"), tokenizer.encode("B<|im_end|>")
     before = sequence_logprob(model, prompt, good) - sequence_logprob(model, prompt, bad)
     feed, sync = RowFeed(wait_seconds=60), RecordingSync()
-    settings = UpdateSettings(rows_per_update=4, learning_rate=1e-3, steps_per_batch=2, gradient_checkpointing=False)
+    settings = UpdateSettings(UpdateConfig(learning_rate=1e-3, steps_per_batch=2, gradient_checkpointing=False), 4)
     trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 2)
     learner = Learner(trainer, feed, sync, {"agent": 4})
     first = learner.update(with_advantages(rows, scale="group"), checkpoint=True)
@@ -129,8 +130,8 @@ def test_a_run_resumed_with_more_updates_than_it_started_with_keeps_learning(
     from trainers.checkpoint import load_policy
 
     model, tokenizer = trainable(embedded_policy)
-    settings = UpdateSettings(rows_per_update=4, learning_rate=1e-4, importance_sampling="off",
-                              gradient_checkpointing=False)  # fmt: skip
+    knobs = UpdateConfig(learning_rate=1e-4, importance_sampling="off", gradient_checkpointing=False)
+    settings = UpdateSettings(knobs, 4)
     feed = RowFeed(wait_seconds=60)
     learner = Learner(grpo_trainer(model, tokenizer, feed, settings, tmp_path, updates=1), feed, None, {"agent": 4})
     saved = learner.update(fixed_rows(tokenizer), checkpoint=True)
@@ -217,7 +218,7 @@ def test_rows_from_another_sampler_are_importance_weighted(tmp_path: Path, mode:
                                 env_mask=[1] * len(ids), reward=float(index)))  # fmt: skip
     feed = RowFeed(wait_seconds=5)
     feed.put(with_advantages(rows, scale="group"))
-    settings = UpdateSettings(rows_per_update=2, importance_sampling=mode)  # type: ignore[arg-type]
+    settings = UpdateSettings(UpdateConfig(importance_sampling=mode), 2)  # type: ignore[arg-type]
     trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path, 1)
     trainer.train()
     logged = next(entry for entry in trainer.state.log_history if "completions/mean_length" in entry)
@@ -255,7 +256,7 @@ def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(
                                     reward=reward))  # fmt: skip
         feed = RowFeed(wait_seconds=5)
         feed.put(with_advantages(rows, scale="group"))
-        settings = UpdateSettings(rows_per_update=4, learning_rate=1e-3, gradient_checkpointing=False)
+        settings = UpdateSettings(UpdateConfig(learning_rate=1e-3, gradient_checkpointing=False), 4)
         trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path / str(cut), 1)
         if not cut:  # TRL's own passes, padded to the batch's longest row
             trainer._prepare_inputs = GRPOTrainer._prepare_inputs.__get__(trainer)
