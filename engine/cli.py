@@ -17,7 +17,7 @@ from rich.console import Console
 from engine.chat_template import CHATML_WITH_TOOLS
 from engine.child_server import ERROR_PREFIX, ServerStartError
 from engine.endpoints import EndpointPool, RetryPolicy, endpoint_problem
-from engine.environments import Environment, LocalWorlds, SandboxWorlds
+from engine.environments import Environment, playing
 from engine.llama_server import EmbeddedServer, ServerSettings, default_threads, serve_forever
 from engine.local_models import ModelNotFoundError, resolve_gguf
 from engine.report import live_progress, summary_table
@@ -28,9 +28,11 @@ from engine.templates import load_template
 from engine.trajectory import EpisodeRecord
 from engine.transport import TransportKind
 from engine.vllm_server import VLLMSettings, hf_model, install_vllm, serve_vllm_forever
+from toolworlds.episode import LocalWorld
 from toolworlds.hosting.serving import HostOption
-from toolworlds.registry import UnknownWorldError, is_model_written
+from toolworlds.registry import UnknownWorldError, is_model_written, load_world
 from toolworlds.sandbox import SandboxPool, WorldLoadError
+from toolworlds.sandbox.worlds import load_world_file
 
 log = structlog.get_logger()
 
@@ -116,7 +118,7 @@ def rollout(
     if sandboxed and not Path(world).is_file():
         raise typer.BadParameter(f"no such file: {world}", param_hint="--world")
     try:
-        worlds = None if sandboxed else LocalWorlds(world, max_concurrent_steps=env_concurrency)
+        trusted = None if sandboxed else LocalWorld(load_world(world))
     except UnknownWorldError as error:
         raise typer.BadParameter(str(error), param_hint="--world") from None
     if run_id is None:
@@ -165,11 +167,11 @@ def rollout(
     async def main(urls: list[str]) -> None:
         async with AsyncExitStack() as stack:
             environments: Callable[[], Environment]
-            if worlds is None:  # model-written code: played only inside the sandbox
+            if trusted is None:  # model-written code: played only inside the sandbox, whose processes pace it
                 sandbox = await stack.enter_async_context(SandboxPool())
-                environments = await SandboxWorlds.load(sandbox, Path(world))
+                environments = playing(await load_world_file(sandbox, Path(world)), None)
             else:
-                environments = worlds
+                environments = playing(trusted, env_concurrency)
             pool = await stack.enter_async_context(
                 EndpointPool.open(urls, api_key=api_key, max_in_flight=max_in_flight, retry=retry, transport=transport)
             )

@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from engine.environments import FINISH_FUNCTION, Ending, Opening, Response, run_calls
+from engine.parsing import ParsedReply
 from engine.settings import Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
 from toolworlds.episode import Grade
@@ -48,19 +50,20 @@ class UserTurn(BaseModel):
 
 
 class Conversation(ABC):
-    """The engine's view of a dialogue: an `Environment` (reset/step/score/close) plus the user's side.
+    """A dialogue as an `Environment`: its own opening, and after each reply the results of its calls or, when
+    the reply ends the agent's turn, the user's next turn (`user_turn`).
 
-    `step` is only ever given `ToolCall`s; where the agent would finish a toolworld, the engine calls
-    `respond` instead. A conversation that `reads_replies` (a prompt-based benchmark protocol) gets every
-    reply in `respond` and runs its calls itself; the engine then only samples and keeps the record.
+    `step` is only ever given `ToolCall`s; where the agent would finish a toolworld, the user answers instead.
+    A conversation that `reads_replies` (a prompt-based benchmark protocol) gets every reply in `user_turn`
+    and runs its calls itself.
     """
 
     name: str
     description: str
-    tools: list[dict[str, Any]]
+    tools: list[dict[str, Any]]  # offered from the first turn (after `reset`: they may depend on the task)
     finish_tool: bool = False  # offer `finish` as the way to end a turn (constrained mode needs one)
     malformed_ends_turn: bool = False  # a reply that cannot be read ends the turn (else it is shown as an error)
-    reads_replies: bool = False  # every reply goes to `respond` as text: the benchmark reads its own call syntax
+    reads_replies: bool = False  # every reply goes to `user_turn` as text: the benchmark reads its own call syntax
     max_calling_replies: int | None = None  # once one user turn has more replies that ran calls, the episode is cut
 
     @abstractmethod
@@ -74,7 +77,7 @@ class Conversation(ABC):
     async def step(self, action: ToolCall | Finish) -> StepResult: ...
 
     @abstractmethod
-    async def respond(self, reply: str) -> UserTurn | None:
+    async def user_turn(self, reply: str) -> UserTurn | None:
         """The agent ended its turn saying `reply`: the user's next turn, or None when the dialogue is over."""
 
     def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,3 +90,49 @@ class Conversation(ABC):
 
     @abstractmethod
     async def close(self) -> None: ...
+
+    async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening:
+        self._mode, self._calling_replies = mode, 0  # replies that ran calls in the user's current turn
+        task = await self.reset(seed)
+        self._offered = [*self.tools, FINISH_FUNCTION] if self.finish_tool else list(self.tools)
+        return Opening(self.opening(task, hinted, mode), list(self._offered))
+
+    async def respond(self, message: dict[str, Any], reply: ParsedReply, turn: int) -> Response:
+        if self.reads_replies or (not reply.calls and not reply.problems):
+            return await self._next_user_turn(reply.text)
+        if reply.problems and self.malformed_ends_turn:
+            response = await self._next_user_turn(reply.text)
+            response.problems[:0] = reply.problems
+            return response
+        calls = await run_calls(message, reply, turn, self.step, self._offered)
+        if calls.finished:  # ends the agent's turn; later calls in the reply were dropped
+            response = await self._next_user_turn(calls.finish or "")
+            response.messages[:0] = calls.messages
+            response.tool_calls += calls.tool_calls
+            return response
+        response = Response(calls.messages, tool_calls=calls.tool_calls, problems=calls.problems, ending=calls.ending)
+        if calls.tool_calls and response.ending is None:
+            response.ending = await self._count_calling_reply()
+        return response
+
+    async def _next_user_turn(self, reply: str) -> Response:
+        """The user's next message (and any tools it reveals), or the dialogue's end. A conversation that reads
+        replies may instead answer with the results of the calls it ran: those continue the agent's turn."""
+        user = await self.user_turn(reply)
+        if user is None:
+            return Response(ending=Ending.on_state(await self.grade()))
+        self._offered.extend(user.tools)
+        response = Response([{"role": "user", "content": user.text(self._mode)}], list(user.tools), user.calls_run)
+        if user.calls_run:
+            response.ending = await self._count_calling_reply()
+        else:
+            self._calling_replies = 0
+        return response
+
+    async def _count_calling_reply(self) -> Ending | None:
+        """One more reply in this user turn ran calls; past the conversation's limit, the episode is cut."""
+        self._calling_replies += 1
+        limit = self.max_calling_replies
+        if limit is not None and self._calling_replies > limit:
+            return Ending.on_state(await self.grade(), "user_turn_limit")
+        return None

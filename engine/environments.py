@@ -1,102 +1,244 @@
-"""The engine's view of a toolworld: an async reset/step/score/close, whatever process the world runs in.
+"""What the agent talks to in one episode: it opens the conversation, answers every reply, and says how it ended.
 
-Reference worlds are the project's own code and run in-process (`LocalEnvironment`); model-written worlds
-run in the sandbox pool behind this same interface (`SandboxEnvironment`). A shared limiter bounds how
-many in-process steps run at once, so thousands of episodes cannot pile CPU work onto the event loop in
-one burst; sandboxed steps run in their own processes, whose sockets pace them.
+The engine's loop (`engine.episode`) only samples: each reply goes to the environment, whose `Response` is
+the messages that follow it (tool results, an error to show the agent, the user's next turn), any tools it
+reveals, and, once the episode is over, its `Ending`. A toolworld is one such environment
+(`ToolworldEnvironment`: the calls run in a `toolworlds.episode.Episode`, `finish` or a reply without calls
+ends it); a benchmark dialogue is another (`engine.conversation.Conversation`: a reply without calls ends
+the agent's turn and the user answers). Both run a reply's calls the same way (`run_calls`).
+
+In-process worlds step under a limiter shared by all their episodes (`playing`), so thousands of episodes
+cannot pile CPU work onto the event loop in one burst; sandboxed steps run in their own processes, whose
+sockets pace them.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
 
-from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
-from toolworlds.episode import Grade, LocalEpisode
-from toolworlds.registry import load_world
-from toolworlds.sandbox import SandboxEpisode, SandboxPool, WorldInfo
-from toolworlds.sandbox.worlds import load_file
+from engine.parsing import FINISH_TOOL, ParsedCall, ParsedReply
+from engine.settings import EpisodeSettings, Mode
+from engine.templates import load_template
+from engine.trajectory import Status
+from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
+from toolworlds.episode import Described, Episode, Grade, World
+
+AGENT_RULES = (
+    "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
+    f"When the task is done, call `{FINISH_TOOL}`, with `answer` set when the task asks a question."
+)
+FINISH_FUNCTION: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": FINISH_TOOL,
+        "description": "End the task. Give `answer` when the task asks a question.",
+        "parameters": {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "description": "The answer to the task's question."}},
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How an episode ended, as its record keeps it (`engine.trajectory.EpisodeRecord`)."""
+
+    status: Status
+    cause: str | None = None
+    reward: float | None = None
+    scorecard: str | None = None
+    detail: str | None = None
+
+    @classmethod
+    def on_state(cls, grade: Grade, cause: str | None = None) -> Ending:
+        """Ended on the state reached: `ok` when the environment ended it, else cut (`truncated`) for `cause`."""
+        return cls("ok" if cause is None else "truncated", cause, grade.score, grade.scorecard)
+
+    @classmethod
+    def of_step(cls, result: StepResult) -> Ending:
+        """A step that ended the episode: the agent finished (`ok`), or the world's step limit cut it."""
+        scorecard = result.info.get("scorecard")
+        status: Status = "ok" if result.terminated else "truncated"
+        cause = None if result.terminated else "step_limit"
+        return cls(status, cause, result.reward, None if scorecard is None else str(scorecard))
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The first messages, and the tools offered from the first turn on."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+
+
+@dataclass
+class Response:
+    """What follows one reply: messages, tools revealed from now on, the calls run and what could not be read,
+    and, when the episode is over, its ending."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: int = 0
+    problems: list[str] = field(default_factory=list)
+    ending: Ending | None = None
 
 
 class Environment(Protocol):
-    name: str
-    description: str
-    tools: list[dict[str, Any]]
+    """One episode's counterpart; a fresh one per episode."""
 
-    async def reset(self, seed: int) -> Task: ...
+    async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening: ...
 
-    async def step(self, action: ToolCall | Finish) -> StepResult: ...
+    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What `chat` and `constrained` requests send for the conversation so far (`tokens` mode never asks)."""
+        ...
 
-    async def grade(self) -> Grade: ...
+    async def respond(self, message: dict[str, Any], reply: ParsedReply, turn: int) -> Response:
+        """Answer the assistant `message` of turn `turn`, read as `reply`."""
+        ...
+
+    async def grade(self) -> Grade:
+        """The state reached, graded: for an episode the engine cuts (turn limit, token budget)."""
+        ...
 
     async def close(self) -> None: ...
 
 
-class LocalEnvironment:
-    """A trusted world in this process (a `LocalEpisode`), its steps under the shared limiter; one per episode."""
+@dataclass
+class CallsRun:
+    """A reply's calls, run in order until one ends the episode or the agent calls `finish`."""
 
-    def __init__(
-        self, world_class: type[ToolWorld[Any]], tools: list[dict[str, Any]], steps: anyio.CapacityLimiter
-    ) -> None:
-        self._episode = LocalEpisode(world_class())
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: int = 0
+    problems: list[str] = field(default_factory=list)
+    ending: Ending | None = None  # a step ended the episode
+    finish: str | None = None  # the agent called `finish` with this answer ("" for none); later calls are dropped
+    finished: bool = False
+
+
+async def run_calls(
+    message: dict[str, Any],
+    reply: ParsedReply,
+    turn: int,
+    step: Callable[[ToolCall], Awaitable[StepResult]],
+    tools: list[dict[str, Any]],
+) -> CallsRun:
+    """Run `reply`'s calls through `step`; each native call's result is a tool message answering its id, results
+    of calls written as text and what was wrong with the reply go back as one user message. `finish` counts
+    only where `tools` offers it."""
+    native = bool(message.get("tool_calls"))
+    offers_finish = FINISH_FUNCTION in tools
+    done = CallsRun()
+    results: list[str] = []
+    for position, call in enumerate(reply.calls):
+        if call.problem:
+            content = json.dumps(error_observation("malformed_call", call.problem))
+        elif call.name == FINISH_TOOL and offers_finish:
+            answer = call.arguments.get("answer")
+            done.finished, done.finish = True, None if answer is None else str(answer)
+            return done
+        else:
+            done.tool_calls += 1
+            result = await step(ToolCall(name=call.name, arguments=call.arguments))
+            if result.done:
+                done.ending = Ending.of_step(result)
+                return done
+            content = _observation_text(result.observation)
+        if native:
+            done.messages.append({"role": "tool", "tool_call_id": _call_id(call, turn, position), "content": content})
+        else:
+            results.append(content)
+    done.problems = list(reply.problems)
+    # A native call that failed already has its error in its own tool message.
+    feedback = _feedback(results, [] if native else reply.problems, tools)
+    if feedback:
+        done.messages.append({"role": "user", "content": feedback})
+    return done
+
+
+def _feedback(results: list[str], problems: list[str], tools: list[dict[str, Any]]) -> str:
+    """Tool results for calls written as text, and what was wrong with the reply, as one user message."""
+    parts = [f"<tool_response>\n{content}\n</tool_response>" for content in results]
+    if problems:
+        names = ", ".join(entry["function"]["name"] for entry in tools)
+        parts.append("Your reply could not be used: " + "; ".join(problems) + f". Call one of the tools ({names}).")
+    return "\n".join(parts)
+
+
+def _observation_text(observation: Any) -> str:
+    """A tool's result as the model reads it: text as it is (as tool messages carry it), anything else as JSON."""
+    return observation if isinstance(observation, str) else json.dumps(observation)
+
+
+def _call_id(call: ParsedCall, turn: int, position: int) -> str:
+    return call.id or f"call_{turn}_{position}"
+
+
+def opening_messages(world: Described, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
+    """System rules (and, in constrained mode, the tool list, since no `tools` field is sent) and the task."""
+    user = task.instruction if not hinted else f"{task.instruction}\n\nHint: {task.hint}"
+    return [{"role": "system", "content": _system_prompt(world, mode)}, {"role": "user", "content": user}]
+
+
+def shared_opening(world: Described, settings: EpisodeSettings) -> list[int]:
+    """The token ids every `tokens`-mode episode of `world` opens with: the rules and the tool schemas, up to
+    where the task begins. A server can compute them once for many episodes (`EmbeddedServer.share_prefix`)."""
+    template = load_template(settings.tokenizer or "")
+    system = {"role": "system", "content": _system_prompt(world, settings.mode)}
+    tools = [*world.openai_tools(), FINISH_FUNCTION]
+    one, other = (template.opening([system, {"role": "user", "content": text}], tools) for text in ("A", "B"))
+    length = next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
+    return one[:length]
+
+
+def _system_prompt(world: Described, mode: Mode) -> str:
+    system = f"{world.description}\n\n{AGENT_RULES}"
+    if mode == "constrained":
+        listing = json.dumps([entry["function"] for entry in [*world.openai_tools(), FINISH_FUNCTION]], indent=1)
+        system += f'\n\nReply with one JSON object {{"name": <tool>, "arguments": {{...}}}}. The tools:\n{listing}'
+    return system
+
+
+class ToolworldEnvironment:
+    """One episode of a toolworld: a reply's calls run in the world; `finish`, a reply without calls, or the
+    world's own end ends it."""
+
+    def __init__(self, world: World, steps: anyio.CapacityLimiter | None = None) -> None:
+        self.world = world
         self._steps = steps
-        self.name = world_class.name
-        self.description = world_class.description
-        self.tools = tools
+        self._episode: Episode | None = None
+        self._tools: list[dict[str, Any]] = []
 
-    async def reset(self, seed: int) -> Task:
-        async with self._steps:
-            return await self._episode.reset(seed)
+    async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening:
+        self._episode = await self.world.open()
+        async with self._paced():
+            task = await self._episode.reset(seed)
+        self._tools = [*self.world.openai_tools(), FINISH_FUNCTION]
+        return Opening(opening_messages(self.world, task, hinted, mode), list(self._tools))
 
-    async def step(self, action: ToolCall | Finish) -> StepResult:
-        async with self._steps:
-            return await self._episode.step(action)
+    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return messages
 
-    async def grade(self) -> Grade:
-        return await self._episode.grade()
+    async def respond(self, message: dict[str, Any], reply: ParsedReply, turn: int) -> Response:
+        if not reply.calls and not reply.problems:  # a final answer
+            return Response(ending=await self._finish(reply.text or None))
+        calls = await run_calls(message, reply, turn, self.step, self._tools)
+        ending = await self._finish(calls.finish) if calls.finished else calls.ending
+        return Response(calls.messages, tool_calls=calls.tool_calls, problems=calls.problems, ending=ending)
 
-    async def close(self) -> None:
-        await self._episode.close()
-
-
-class LocalWorlds:
-    """Makes a fresh `LocalEnvironment` per episode for one world spec (a name, `file.py:Class` or `module:Class`)."""
-
-    def __init__(self, spec: str, max_concurrent_steps: int = 64) -> None:
-        self.world_class = load_world(spec)
-        self.name = self.world_class.name
-        self.tools = self.world_class.openai_tools()  # built once: every episode sends the same list
-        self._steps = anyio.CapacityLimiter(max_concurrent_steps)
-
-    def __call__(self) -> Environment:
-        return LocalEnvironment(self.world_class, self.tools, self._steps)
-
-
-class SandboxEnvironment:
-    """A model-written world in the sandbox; one per episode, opened (a process of its own) at the first reset."""
-
-    def __init__(self, pool: SandboxPool, world: WorldInfo, tools: list[dict[str, Any]]) -> None:
-        self._pool = pool
-        self._world = world
-        self._episode: SandboxEpisode | None = None
-        self.name = world.name
-        self.description = world.description
-        self.tools = tools
-
-    async def reset(self, seed: int) -> Task:
-        if self._episode is None:
-            self._episode = await self._pool.open(self._world)
-        return await self._episode.reset(seed)
-
-    def _opened(self) -> SandboxEpisode:
-        if self._episode is None:
-            raise RuntimeError("call reset(seed) before step()")
-        return self._episode
+    async def _finish(self, answer: str | None) -> Ending | None:
+        result = await self.step(Finish(answer=answer))
+        return Ending.of_step(result) if result.done else None
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
-        return await self._opened().step(action)
+        async with self._paced():
+            return await self._opened().step(action)
 
     async def grade(self) -> Grade:
         return await self._opened().grade()
@@ -105,21 +247,28 @@ class SandboxEnvironment:
         if self._episode is not None:
             await self._episode.close()
 
+    def _opened(self) -> Episode:
+        if self._episode is None:
+            raise RuntimeError("start the environment before stepping it")
+        return self._episode
 
-class SandboxWorlds:
-    """Makes a fresh `SandboxEnvironment` per episode of one world loaded in `pool`."""
+    def _paced(self) -> anyio.CapacityLimiter | _Unpaced:
+        return self._steps if self._steps is not None else _UNPACED
 
-    def __init__(self, pool: SandboxPool, world: WorldInfo) -> None:
-        self.pool = pool
-        self.world = world
-        self.name = world.name
-        self.tools = world.openai_tools()
 
-    @classmethod
-    async def load(cls, pool: SandboxPool, path: Path) -> SandboxWorlds:
-        """Load a model-written file as `validate` judges it (extracted and repaired); raises `WorldLoadError`
-        with the reason when it does not load."""
-        return cls(pool, await load_file(pool, path))
+class _Unpaced:
+    async def __aenter__(self) -> None:
+        return None
 
-    def __call__(self) -> Environment:
-        return SandboxEnvironment(self.pool, self.world, self.tools)
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_UNPACED = _Unpaced()
+
+
+def playing(world: World, max_concurrent_steps: int | None = 64) -> Callable[[], Environment]:
+    """A fresh environment per episode of `world`; an in-process world's steps share one limiter (a sandboxed
+    world passes None: its processes pace themselves)."""
+    steps = anyio.CapacityLimiter(max_concurrent_steps) if max_concurrent_steps else None
+    return lambda: ToolworldEnvironment(world, steps)

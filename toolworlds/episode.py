@@ -127,12 +127,13 @@ class LocalWorld:
         self.world_class = world_class
         self.name = world_class.name
         self.description = world_class.description
+        self._openai = world_class.openai_tools()  # built once: every episode offers the same list
 
     def tools(self) -> list[Any]:
         return list(self.world_class.tools())
 
     def openai_tools(self) -> list[dict[str, Any]]:
-        return self.world_class.openai_tools()
+        return self._openai
 
     async def open(self) -> Episode:
         return LocalEpisode(self.world_class())

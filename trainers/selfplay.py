@@ -30,15 +30,16 @@ from pydantic import BaseModel
 from rich.console import Console
 
 from engine.endpoints import EndpointPool
-from engine.environments import Environment, LocalWorlds, SandboxWorlds
-from engine.episode import shared_opening
+from engine.environments import playing, shared_opening
 from engine.report import live_progress
 from engine.rollout import Hints, RolloutPlan, RolloutStats, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
-from toolworlds.registry import builtin_worlds
+from toolworlds.episode import LocalWorld, World
+from toolworlds.registry import builtin_worlds, load_world
 from toolworlds.sandbox import WorldLoadError
+from toolworlds.sandbox.described import SandboxWorld
 from trainers import journal
 from trainers.config import TrainConfig
 from trainers.designer.loop import DesignOutcome, DesignRun, IterationResult, run_iteration
@@ -310,7 +311,7 @@ class SelfPlay:
                 seed = suite.training_seed(world, rng)
             directory = self.out / "reference" / f"{index}-{task}-{world}"
             played_now = await self._play(world, seed, self.config.agent.plays, directory, hints=self.training_hints,
-                                          worlds=suite.environments(world))  # fmt: skip
+                                          source=suite.world(world))  # fmt: skip
             records += played_now
             if target is not None:
                 spent = agent_compute(played_now)
@@ -352,7 +353,7 @@ class SelfPlay:
                 continue
             try:
                 records += await self._play(str(path), seed, self.config.agent.plays, directory,
-                                            worlds=SandboxWorlds(self.design.sandbox, world),
+                                            source=SandboxWorld(self.design.sandbox, world),
                                             hints=self.training_hints)  # fmt: skip
             finally:
                 await self.design.sandbox.unload(world)
@@ -369,7 +370,7 @@ class SelfPlay:
             plan = SuitePlan(run=self.design.run, suite=suite.label, world=world,
                              seeds=suite.held_out_seeds(world, run.eval_tasks), settings=self.agent)  # fmt: skip
             directory = self.out / "eval" / f"after-{after}-{run.eval_suite}-{world}"
-            for record in await self._rollout(plan, directory, suite.environments(world)):
+            for record in await self._rollout(plan, directory, suite.world(world)):
                 tasks.append(TaskResult(world=world, seed=record.key.seed, reward=record.reward))
         plain: dict[str, float] = {}
         hinted: dict[str, float] = {}
@@ -400,29 +401,26 @@ class SelfPlay:
         return result
 
     async def _play(self, world: str, first_seed: int, samples: int, directory: Path, tasks: int = 1,
-                    worlds: Callable[[], Environment] | None = None, hints: Hints = "both"
-                    ) -> list[EpisodeRecord]:  # fmt: skip
+                    source: World | None = None, hints: Hints = "both") -> list[EpisodeRecord]:  # fmt: skip
+        """`world`'s tasks (a name or file; `source`: its episodes, when they are not this process's)."""
         plan = RolloutPlan(run=self.design.run, world=world, tasks=tasks, first_seed=first_seed, samples=samples,
                            hints=hints, settings=self.agent)  # fmt: skip
-        return await self._rollout(plan, directory, worlds or LocalWorlds(world))
+        return await self._rollout(plan, directory, source or LocalWorld(load_world(world)))
 
-    async def _rollout(self, plan: RolloutPlan | SuitePlan, directory: Path,
-                       worlds: Callable[[], Environment]) -> list[EpisodeRecord]:  # fmt: skip
-        await self._share_opening(worlds)
+    async def _rollout(self, plan: RolloutPlan | SuitePlan, directory: Path, world: World) -> list[EpisodeRecord]:
+        await self._share_opening(world)
         stats = RolloutStats(planned=plan.size)
+        steps = None if isinstance(world, SandboxWorld) else 64  # sandboxed steps are paced by their processes
         with TrajectoryStore.open(directory, plan) as store, live_progress(stats, self.console, True, directory.name):
-            await run_rollout(plan, store, self.endpoints, worlds, self.design.settings.concurrency, stats)
+            await run_rollout(plan, store, self.endpoints, playing(world, steps), self.design.settings.concurrency,
+                              stats)  # fmt: skip
         return require_played(list(read_records(directory)), self.config.run.max_failed_share, endpoint_only=True)
 
-    async def _share_opening(self, worlds: Callable[[], Environment]) -> None:
+    async def _share_opening(self, world: World) -> None:
         """Every play of a world opens with the same rules and tool schemas: have the server compute them once."""
         if self.share_prefix is None:  # (the agent plays in tokens mode: TrainConfig holds to it)
             return
-        env = worlds()
-        try:
-            prefix = shared_opening(env, self.agent)
-        finally:
-            await env.close()
+        prefix = shared_opening(world, self.agent)
         started = time.perf_counter()
         try:
             slots = await anyio.to_thread.run_sync(self.share_prefix, prefix)

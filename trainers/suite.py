@@ -24,12 +24,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.environments import Environment, LocalWorlds
 from engine.rollout import Hints, episode_keys
 from engine.settings import EpisodeSettings
 from engine.trajectory import EpisodeKey
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, error_observation
-from toolworlds.episode import Grade
+from toolworlds.episode import Episode, Grade, LocalWorld, World
 from toolworlds.registry import builtin_worlds, load_world
 
 HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
@@ -82,11 +81,9 @@ class Suite:
             if self.admits(world, seed):
                 return seed
 
-    def environments(self, world: str) -> LocalWorlds | FocusedWorlds:
-        """Fresh environments of `world` as this suite shows it, one per call."""
-        if not self.compact:
-            return LocalWorlds(world)
-        return FocusedWorlds(self, world)
+    def world(self, name: str) -> World:
+        """The reference world `name` as this suite shows it."""
+        return Focused(self, name) if self.compact else LocalWorld(load_world(name))
 
 
 SUITES: dict[str, Suite] = {
@@ -149,30 +146,35 @@ def _compact_property(schema: dict[str, Any]) -> dict[str, Any]:
     return kept or {"type": "string"}
 
 
-class FocusedWorlds:
-    """Makes environments of one reference world as a compact suite shows it: its one-line description
-    and the suite's tools of that world, with compact schemas."""
+class Focused:
+    """A reference world as a compact suite shows it: its one-line description and only the suite's tools of
+    that world, with compact schemas (a `World`, wrapping the world's own)."""
 
     def __init__(self, suite: Suite, world: str) -> None:
-        self._local = LocalWorlds(world)
-        self.name = self._local.name
-        self.description = self._local.world_class.description.splitlines()[0].strip()
+        self._inner = LocalWorld(load_world(world))
+        self.name = self._inner.name
+        self.description = self._inner.description.splitlines()[0].strip()
         shown = set(suite.shown_tools(world))
-        self.tools = [compact_tool(entry) for entry in self._local.tools if entry["function"]["name"] in shown]
+        self._tools = [tool for tool in self._inner.tools() if tool.name in shown]
+        offered = self._inner.openai_tools()
+        self._openai = [compact_tool(entry) for entry in offered if entry["function"]["name"] in shown]
 
-    def __call__(self) -> Environment:
-        return FocusedEnvironment(self, self._local())
+    def tools(self) -> list[Any]:
+        return list(self._tools)
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return self._openai
+
+    async def open(self) -> Episode:
+        return FocusedEpisode(await self._inner.open(), {tool.name for tool in self._tools})
 
 
-class FocusedEnvironment:
-    """A reference world's episode that shows only some of its tools; one per episode."""
+class FocusedEpisode:
+    """An episode that refuses the tools its world does not show, as it refuses a tool that does not exist."""
 
-    def __init__(self, worlds: FocusedWorlds, inner: Environment) -> None:
+    def __init__(self, inner: Episode, shown: set[str]) -> None:
         self._inner = inner
-        self.name = inner.name
-        self.description = worlds.description
-        self.tools = worlds.tools
-        self._shown = {entry["function"]["name"] for entry in self.tools}
+        self._shown = shown
 
     async def reset(self, seed: int) -> Task:
         return await self._inner.reset(seed)
@@ -187,6 +189,12 @@ class FocusedEnvironment:
 
     async def grade(self) -> Grade:
         return await self._inner.grade()
+
+    async def solution(self) -> list[ToolCall | Finish]:
+        return await self._inner.solution()
+
+    async def snapshot(self) -> dict[str, Any]:
+        return await self._inner.snapshot()
 
     async def close(self) -> None:
         await self._inner.close()

@@ -122,7 +122,7 @@ class AceConversation(Conversation):
         observation = shown[0] if len(shown) == 1 else shown  # JSON already: decoded results, or their text
         return StepResult(observation=observation, reward=0.0, terminated=False, truncated=False)
 
-    async def respond(self, reply: str) -> UserTurn | None:
+    async def user_turn(self, reply: str) -> UserTurn | None:
         """The agent said `reply`: route it, let execution and the user answer, until it is the agent's turn."""
         if self._over:
             return None

@@ -123,7 +123,7 @@ class BFCLConversation(Conversation):
         (result,) = self._run_step([call])  # one step per call: the checker's verdict does not depend on grouping
         return StepResult(observation=result, reward=0.0, terminated=False, truncated=False)
 
-    async def respond(self, reply: str) -> UserTurn | None:
+    async def user_turn(self, reply: str) -> UserTurn | None:
         if self.style == "text":  # the prompting protocol: this reply's calls, if it has any, continue the turn
             try:
                 calls = decode(reply, self._documented)

@@ -41,12 +41,12 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from engine.environments import LocalWorlds
-from engine.episode import FINISH_FUNCTION, opening_messages
+from engine.environments import FINISH_FUNCTION, opening_messages
 from engine.llama_server import LLAMA_OPENMP_SPIN, EmbeddedServer, ServerSettings
 from engine.local_models import resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
 from toolworlds.core import ToolCall
+from toolworlds.episode import LocalWorld
 from toolworlds.registry import load_world
 
 WORDS = [
@@ -126,18 +126,17 @@ async def tool_quality(base: str, worlds: list[str], tasks: int, max_tokens: int
         table.add_column(column, justify="right")
     async with httpx.AsyncClient(timeout=600) as client:
         for name in worlds:
-            environments = LocalWorlds(name)
-            tools = [*environments.tools, FINISH_FUNCTION]
+            world = LocalWorld(load_world(name))
+            tools = [*world.openai_tools(), FINISH_FUNCTION]
             response_format = constrained_response_format(tools)
             known = {tool["function"]["name"] for tool in tools}
             formed = right_tool = right_arguments = 0
             started = time.perf_counter()
             for seed in range(tasks):  # one at a time: the slot keeps the shared rules + tool list cached
-                env = environments()
-                task = await env.reset(seed)
+                task = await (await world.open()).reset(seed)
                 expected = _first_call(name, seed)
                 body = {
-                    "messages": opening_messages(env, task, hinted=False, mode="constrained"),
+                    "messages": opening_messages(world, task, hinted=False, mode="constrained"),
                     "response_format": response_format,
                     "max_tokens": max_tokens,
                     "temperature": 0,

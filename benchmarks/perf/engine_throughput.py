@@ -62,15 +62,17 @@ def run_spadework(url: str, out: Path, episodes: int, world: str) -> dict[str, A
     import anyio
 
     from engine.endpoints import EndpointPool
-    from engine.environments import LocalWorlds
+    from engine.environments import playing
     from engine.rollout import RolloutPlan, run_rollout
     from engine.store import TrajectoryStore
+    from toolworlds.episode import LocalWorld
+    from toolworlds.registry import load_world
 
     settings = EpisodeSettings(request_timeout_s=600)
     plan = RolloutPlan(run="bench", world=world, tasks=episodes, settings=settings)
     # Seeds far from the measured ones, so the server's per-seed caches stay cold for the real run.
     warmup = RolloutPlan(run="warmup", world=world, tasks=20, first_seed=10**6, settings=settings)
-    worlds = LocalWorlds(world)
+    worlds = playing(LocalWorld(load_world(world)))
 
     async def play(plan: RolloutPlan, directory: Path) -> tuple[float, int]:
         with TrajectoryStore.open(directory, plan) as store:
@@ -116,7 +118,7 @@ def peak_in_play(records: list[Any]) -> int:
 
 def replay_requests(out: Path) -> list[list[dict[str, Any]]]:
     """Every request (a) made, per episode: the bodies rebuilt from the stored conversations."""
-    from engine.episode import FINISH_FUNCTION
+    from engine.environments import FINISH_FUNCTION
     from toolworlds.registry import load_world
 
     episodes = []

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.call_grammar import call_grammar
-from engine.episode import FINISH_FUNCTION
+from engine.environments import FINISH_FUNCTION
 from engine.gbnf import to_lark
 from engine.local_models import default_gguf
 from engine.trajectory import SampledSpan

@@ -57,7 +57,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.endpoints import EndpointPool
-from engine.episode import shared_opening
+from engine.environments import playing, shared_opening
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
 from engine.local_models import resolve_gguf
 from engine.rollout import run_rollout
@@ -129,11 +129,7 @@ async def _collect(config: TrainConfig, out: Path, server: EmbeddedServer, plays
         for split in SPLITS:
             for world, world_seeds in seeds[split].items():
                 started = time.perf_counter()
-                env = suite.environments(world)()
-                try:
-                    opening = shared_opening(env, agent)
-                finally:
-                    await env.close()
+                opening = shared_opening(suite.world(world), agent)
                 await anyio.to_thread.run_sync(server.share_prefix, opening)
                 # one store per task: a later collect with more tasks adds stores and keeps these
                 plans = [SuitePlan(run=f"sweep-{split}", suite=suite.label, world=world, seeds=[seed],
@@ -142,7 +138,7 @@ async def _collect(config: TrainConfig, out: Path, server: EmbeddedServer, plays
                 async with anyio.create_task_group() as group:
                     for plan in plans:
                         group.start_soon(_play_task, plan, out / split / world / str(plan.seeds[0]), pool,
-                                         suite.environments(world), slots)  # fmt: skip
+                                         playing(suite.world(world)), slots)  # fmt: skip
                 log.info("collected", split=split, world=world, tasks=len(plans),
                          seconds=round(time.perf_counter() - started))  # fmt: skip
 

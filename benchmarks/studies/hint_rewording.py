@@ -37,7 +37,8 @@ import anyio
 import typer
 
 from benchmarks.studies.who_learned import CrossError, export_untrained, run_config, serving
-from engine.environments import LocalWorlds
+from toolworlds.episode import LocalWorld
+from toolworlds.registry import load_world
 from toolworlds.spec import Spec
 from trainers.config import TrainConfig
 from trainers.designer.loop import play_both_ways, read_designs, world_file
@@ -105,7 +106,7 @@ async def replay(run: Path, config: TrainConfig, source: Path, out: Path, iterat
                 world = directory / f"{version}.json"
                 world.parent.mkdir(parents=True, exist_ok=True)
                 world.write_text(json.dumps(spec, indent=2) + "\n")
-                regret, _ = await play_both_ways(endpoints, settings, play, world, LocalWorlds(str(world)),
+                regret, _ = await play_both_ways(endpoints, settings, play, world, LocalWorld(load_world(str(world))),
                                                  directory / version)  # fmt: skip
                 plain += regret.plain
                 hinted[version] = regret.hinted

@@ -44,8 +44,9 @@ import anyio
 import typer
 
 from engine.endpoints import EndpointPool
-from engine.environments import LocalWorlds
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
+from toolworlds.episode import LocalWorld
+from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxPool
 from trainers.config import TrainConfig, resumed_config
 from trainers.corpus import Corpus, open_source
@@ -292,7 +293,9 @@ async def replay(config: TrainConfig, source: Path, gguf: Path, designer: Path, 
         run = uuid.uuid4().hex[:12]
         for key, path in pending:
             results = out / key.replace("/", "-")
-            regret, broken = await play_both_ways(endpoints, settings, run, path, LocalWorlds(str(path)), results)
+            regret, broken = await play_both_ways(
+                endpoints, settings, run, path, LocalWorld(load_world(str(path))), results
+            )
             reward = designer_reward(None if broken else regret, settings.reward)
             if reward is None:
                 continue

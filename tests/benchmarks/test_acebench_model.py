@@ -123,9 +123,9 @@ async def test_the_simulated_user_answers_text_and_the_agent_is_told_in_its_prot
         dialogue = AceConversation(tasks, protocol, UserSimulator(pool, "default", "talk"))
         task = await dialogue.reset(0)  # en multi_turn 0: the user opens
         assert task.instruction == OPENING and [m.sender for m in dialogue.dialogue] == ["user"]
-        turn = await dialogue.respond("Whom should I write to?")
+        turn = await dialogue.user_turn("Whom should I write to?")
         assert turn is not None and turn.content == told
         assert [(m.sender, m.recipient) for m in dialogue.dialogue] == [("user", "agent"), ("agent", "user"),
                                                                         ("user", "agent")]  # fmt: skip
-        assert await dialogue.respond(DONE) is None  # the user says the stop phrase: the dialogue is over
+        assert await dialogue.user_turn(DONE) is None  # the user says the stop phrase: the dialogue is over
         assert dialogue.dialogue[-1].content == STOP_PHRASE

@@ -147,7 +147,7 @@ async def test_held_out_functions_are_revealed_on_their_turn_in_each_style() -> 
         await dialogue.reset(seed)
         names = {tool["function"]["name"] for tool in dialogue.tools}
         assert not names & {doc["name"] for doc in docs} and (style == "text") == (not names)
-        said: list[UserTurn | None] = [await dialogue.respond("done") for _ in range(turn)]
+        said: list[UserTurn | None] = [await dialogue.user_turn("done") for _ in range(turn)]
         reveal = said[-1]
         assert reveal is not None
         if style == "chat":
@@ -156,7 +156,7 @@ async def test_held_out_functions_are_revealed_on_their_turn_in_each_style() -> 
             ]
         else:
             assert reveal.tools == [] and reveal.content.endswith(REVEAL_MESSAGE) and docs[0]["name"] in reveal.content
-        rest = [await dialogue.respond("done") for _ in range(len(entry.turns) - turn)]
+        rest = [await dialogue.user_turn("done") for _ in range(len(entry.turns) - turn)]
         assert rest[-1] is None and all(user is not None for user in rest[:-1])  # the dialogue ends after the last turn
         await dialogue.close()
 

@@ -109,7 +109,7 @@ async def test_a_text_reply_runs_its_calls_and_answers_with_bfcl_evals_results_m
     here = os.getcwd()
     os.chdir(tmp_path)
     try:
-        results = await dialogue.respond("[pwd(), open(file='created', mode='w')]")
+        results = await dialogue.user_turn("[pwd(), open(file='created', mode='w')]")
     finally:
         os.chdir(here)
     assert results is not None and results.calls_run == 2 and results.tools == []
@@ -121,7 +121,7 @@ async def test_a_text_reply_runs_its_calls_and_answers_with_bfcl_evals_results_m
     assert '"current_working_directory"' in listed[0]["content"]
     assert listed[1]["content"] == "Error during execution: name 'open' is not defined"
     assert not (tmp_path / "created").exists()
-    next_turn = await dialogue.respond("All done.")  # no calls: the user's next turn
+    next_turn = await dialogue.user_turn("All done.")  # no calls: the user's next turn
     assert (
         next_turn is not None and next_turn.calls_run == 0 and next_turn.content == entries[seed].turns[1][0]["content"]
     )

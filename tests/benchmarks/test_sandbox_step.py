@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "sandbox_step.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "perf" / "sandbox_step.py"
 
 
 def test_the_benchmark_prints_steps_rates_and_episode_opens() -> None:

@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 
 from engine.endpoints import EndpointPool, RetryPolicy
-from engine.environments import LocalWorlds
+from engine.environments import playing
 from engine.rollout import Hints, RolloutPlan, RolloutStats, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
+from toolworlds.episode import LocalWorld
 from toolworlds.hosting.serving import launched_command
+from toolworlds.registry import load_world
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -58,5 +60,5 @@ async def play(
     retry = retry or RetryPolicy(attempts=4, base_s=0.01, cap_s=0.05)
     with TrajectoryStore.open(out, plan) as store:
         async with EndpointPool.open(urls, retry=retry) as pool:
-            stats = await run_rollout(plan, store, pool, LocalWorlds(world), concurrency)
+            stats = await run_rollout(plan, store, pool, playing(LocalWorld(load_world(world))), concurrency)
     return stats, list(read_records(out))

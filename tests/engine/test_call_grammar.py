@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from engine.call_grammar import call_grammar
-from engine.episode import FINISH_FUNCTION
+from engine.environments import FINISH_FUNCTION
 from engine.parsing import parse_constrained
 from tests.grammar_walk import admits, random_reply
 from toolworlds.registry import load_world

@@ -15,8 +15,7 @@ import pytest
 
 from engine.conversation import NEW_TOOLS_HEADER, Conversation, UserTurn
 from engine.endpoints import EndpointPool
-from engine.environments import LocalWorlds
-from engine.episode import FINISH_FUNCTION, opening_messages
+from engine.environments import FINISH_FUNCTION, opening_messages
 from engine.rollout import RolloutPlan, run_rollout
 from engine.settings import EpisodeSettings, Mode
 from engine.store import TrajectoryStore, read_records
@@ -24,7 +23,8 @@ from engine.templates import load_template
 from engine.trajectory import EpisodeRecord
 from tests.engine.conftest import mock_model
 from toolworlds.core import Finish, StepResult, Task, ToolCall
-from toolworlds.episode import Grade
+from toolworlds.episode import Grade, LocalWorld
+from toolworlds.registry import load_world
 
 AUDIT = {"type": "function", "function": {"name": "audit", "description": "Audit the account.",
                                          "parameters": {"type": "object", "properties": {}}}}  # fmt: skip
@@ -34,21 +34,22 @@ FOLLOW_UP = "Anything else on my account?"
 class FollowUp(Conversation):
     finish_tool = True
 
-    def __init__(self, worlds: LocalWorlds) -> None:
-        self._world = worlds()
-        self.name, self.description, self.tools = worlds.name, self._world.description, worlds.tools
+    def __init__(self, world: LocalWorld) -> None:
+        self._source = world
+        self.name, self.description, self.tools = world.name, world.description, world.openai_tools()
         self.replies: list[str] = []
 
     async def reset(self, seed: int) -> Task:
+        self._world = await self._source.open()
         return await self._world.reset(seed)
 
     def opening(self, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
-        return opening_messages(self, task, hinted, mode)
+        return opening_messages(self._source, task, hinted, mode)
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
         return await self._world.step(action)
 
-    async def respond(self, reply: str) -> UserTurn | None:
+    async def user_turn(self, reply: str) -> UserTurn | None:
         self.replies.append(reply)
         return UserTurn(content=FOLLOW_UP, tools=[AUDIT]) if len(self.replies) == 1 else None
 
@@ -60,11 +61,11 @@ class FollowUp(Conversation):
 
 
 async def play(out: Path, url: str, mode: Mode, **settings: Any) -> EpisodeRecord:
-    worlds = LocalWorlds("banking")
+    world = LocalWorld(load_world("banking"))
     plan = RolloutPlan(run="talk", world="banking", tasks=1, settings=EpisodeSettings(mode=mode, **settings))
     with TrajectoryStore.open(out, plan) as store:
         async with EndpointPool.open([url]) as pool:
-            await run_rollout(plan, store, pool, lambda: FollowUp(worlds), 1)
+            await run_rollout(plan, store, pool, lambda: FollowUp(world), 1)
     (record,) = read_records(out)
     return record
 
@@ -95,7 +96,7 @@ async def test_in_tokens_mode_a_revealed_tool_is_written_into_the_turn_and_the_t
     assert said.startswith(NEW_TOOLS_HEADER) and '"name": "audit"' in said and said.endswith(FOLLOW_UP)
     trace = record.tokens
     assert record.status == "ok" and trace is not None and trace.exact and trace.rerender_matches
-    tools = [*LocalWorlds("banking").tools, FINISH_FUNCTION]  # the opening's list, unchanged by the reveal
+    tools = [*load_world("banking").openai_tools(), FINISH_FUNCTION]  # the opening's list, unchanged by the reveal
     held = trace.prompt_ids + trace.completion_ids
     assert held == load_template("bytes").render(record.messages, tools)[: len(held)]
 

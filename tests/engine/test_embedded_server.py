@@ -17,7 +17,7 @@ import pytest
 import typer
 
 from engine.child_server import ServerStartError
-from engine.episode import FINISH_FUNCTION
+from engine.environments import FINISH_FUNCTION
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
 from engine.local_models import ModelNotFoundError, default_gguf, resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
@@ -417,16 +417,16 @@ def test_a_killed_owner_leaves_no_server_behind() -> None:
 def test_a_worlds_opening_is_computed_once_for_every_slot(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from engine.environments import LocalWorlds
-    from engine.episode import opening_messages, shared_opening
+    from engine.environments import opening_messages, shared_opening
     from engine.settings import EpisodeSettings
+    from toolworlds.episode import LocalWorld
 
     settings = EpisodeSettings(mode="tokens", tokenizer="default")
-    env = LocalWorlds(LIBRARY)()
+    env = LocalWorld(load_world(LIBRARY))
     prefix = shared_opening(env, settings)
     template = load_template("default")
     world = load_world(LIBRARY)()
-    tools = [*env.tools, FINISH_FUNCTION]
+    tools = [*env.openai_tools(), FINISH_FUNCTION]
     openings = [template.opening(opening_messages(env, world.reset(seed), hinted, "tokens"), tools)
                 for seed, hinted in ((0, False), (1, True), (2, False), (3, True))]  # fmt: skip
     for opening in openings:  # every episode opens with it, and the task comes right after

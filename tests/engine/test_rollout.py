@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from engine.endpoints import EndpointPool
-from engine.environments import LocalWorlds
+from engine.environments import playing
 from engine.rollout import RolloutPlan, run_rollout
 from engine.store import TrajectoryStore, read_records
 from engine.trajectory import EpisodeRecord
@@ -19,7 +19,8 @@ from spadework.testing.mock_server import render, token_ids
 from tests.benchmarks.scripted import serving
 from tests.engine.conftest import mock_model, play
 from toolworlds.checks import code_names
-from toolworlds.registry import builtin_worlds
+from toolworlds.episode import LocalWorld
+from toolworlds.registry import builtin_worlds, load_world
 
 pytestmark = pytest.mark.anyio
 
@@ -197,7 +198,9 @@ async def test_rollouts_into_several_stores_can_share_one_limit(tmp_path: Path, 
             async def fill(name: str) -> None:
                 plan = RolloutPlan(run=name, world="banking", tasks=4, samples=2)
                 with TrajectoryStore.open(tmp_path / name, plan) as store:
-                    await run_rollout(plan, store, pool, LocalWorlds("banking"), limit if shared else 2)
+                    await run_rollout(
+                        plan, store, pool, playing(LocalWorld(load_world("banking"))), limit if shared else 2
+                    )
 
             async with anyio.create_task_group() as group:
                 for name in ("a", "b"):

@@ -9,7 +9,7 @@ import pytest
 
 from engine.clients import Route, TokensClient
 from engine.endpoints import EndpointPool
-from engine.episode import FINISH_FUNCTION
+from engine.environments import FINISH_FUNCTION
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate, byte_tokenizer, load_template
 from engine.trajectory import EpisodeKey, Turn

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from engine.call_grammar import call_grammar
-from engine.episode import FINISH_FUNCTION
+from engine.environments import FINISH_FUNCTION
 from engine.hf_checkpoint import float_checkpoint
 from engine.local_models import default_gguf
 from engine.trajectory import EpisodeRecord

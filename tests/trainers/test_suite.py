@@ -69,11 +69,11 @@ def test_compact_tools_keep_names_types_and_enums_only() -> None:
 
 def test_a_focused_episode_shows_the_suites_tools_and_refuses_the_others() -> None:
     async def play() -> None:
-        worlds = LITE.environments("ticketing")
-        env = worlds()
-        assert env.description == load_world("ticketing").description.splitlines()[0]
-        shown = [entry["function"]["name"] for entry in env.tools]
-        assert shown == list(LITE.shown_tools("ticketing"))
+        world = LITE.world("ticketing")
+        assert world.description == load_world("ticketing").description.splitlines()[0]
+        shown = [entry["function"]["name"] for entry in world.openai_tools()]
+        assert shown == list(LITE.shown_tools("ticketing")) == [tool.name for tool in world.tools()]
+        env = await world.open()
         seed = LITE.held_out_seeds("ticketing", 1)[0]
         await env.reset(seed)
         refused = await env.step(ToolCall(name="assign_ticket", arguments={"ticket_id": "T-1001", "agent_id": "AG-1"}))

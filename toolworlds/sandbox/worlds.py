@@ -47,6 +47,11 @@ async def load_file(pool: SandboxPool, path: Path) -> WorldInfo:
     return await pool.load(prepared_file(path).source, path.name)
 
 
+async def load_world_file(pool: SandboxPool, path: Path) -> SandboxWorld:
+    """`load_file`, as a `World` whose episodes open in `pool`."""
+    return SandboxWorld(pool, await load_file(pool, path))
+
+
 def in_sandbox(path: Path, work: Callable[[SandboxPool, WorldInfo], Awaitable[T]]) -> T:
     """Load `path` into a one-zygote sandbox, run `work` on it, and tear the sandbox down."""
 

@@ -26,12 +26,15 @@ import structlog
 from pydantic import BaseModel, Field
 
 from engine.endpoints import EndpointPool
-from engine.environments import LocalWorlds, SandboxWorlds
+from engine.environments import playing
 from engine.episode import WORLD_FAULTS
 from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure, RolloutPlan, require_played, run_rollout
 from engine.settings import EpisodeSettings
 from engine.store import TrajectoryStore, read_records
+from toolworlds.episode import LocalWorld, World
+from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxPool
+from toolworlds.sandbox.described import SandboxWorld
 from toolworlds.spec import Spec
 from toolworlds.untrusted.validate import Verdict, validate, validate_spec
 from trainers import journal
@@ -289,8 +292,8 @@ async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directo
     spec = verdict.local is not None  # a spec world runs here; Python only in the sandbox
     path = worlds / f"{digest[:16]}.{'json' if spec else 'py'}"
     path.write_text(verdict.source)
-    environments = LocalWorlds(str(path)) if spec else SandboxWorlds(run.sandbox, verdict.world)
-    return await play_both_ways(run.endpoints, run.settings, run.run, path, environments, directory)
+    world = LocalWorld(load_world(str(path))) if spec else SandboxWorld(run.sandbox, verdict.world)
+    return await play_both_ways(run.endpoints, run.settings, run.run, path, world, directory)
 
 
 async def play_both_ways(
@@ -298,7 +301,7 @@ async def play_both_ways(
     settings: DesignSettings,
     run: str,
     path: Path,
-    environments: LocalWorlds | SandboxWorlds,
+    world: World,
     directory: Path,
 ) -> tuple[Regret, str | None]:
     """The world at `path` played K times without and K times with its hint through `endpoints`, stored under
@@ -306,7 +309,8 @@ async def play_both_ways(
     can be played again by another policy this way (`benchmarks/studies/who_learned.py`)."""
     plan = RolloutPlan(run=run, world=str(path), tasks=settings.plays, hints="both", settings=settings.agent)
     with TrajectoryStore.open(directory, plan) as store:
-        await run_rollout(plan, store, endpoints, environments, settings.concurrency)
+        steps = None if isinstance(world, SandboxWorld) else 64  # sandboxed steps are paced by their processes
+        await run_rollout(plan, store, endpoints, playing(world, steps), settings.concurrency)
     records = require_played(list(read_records(directory)), settings.max_failed_share, endpoint_only=True)
     plays = [Play(record.key.hinted, None if record.status == "infra_error" else record.reward) for record in records]
     broken = next((f"{r.cause}: {r.detail}" for r in records if r.cause in WORLD_FAULTS), None)
