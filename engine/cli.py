@@ -32,7 +32,7 @@ from toolworlds.episode import LocalWorld
 from toolworlds.hosting.serving import HostOption
 from toolworlds.registry import UnknownWorldError, is_model_written, load_world
 from toolworlds.sandbox import SandboxPool, WorldLoadError
-from toolworlds.sandbox.worlds import load_world_file
+from toolworlds.untrusted.worlds import load_world_file
 
 log = structlog.get_logger()
 

@@ -53,6 +53,43 @@ def test_no_package_imports_a_layer_above_its_own() -> None:
     assert not upward, "imports against the layers:\n" + "\n".join(sorted(upward))
 
 
+# What a package's README says it never imports: (package, forbidden prefixes, allowed exceptions).
+NEVER = [
+    ("toolworlds.hosting", ("toolworlds.sandbox", "toolworlds.untrusted"), ()),
+    ("toolworlds.sandbox", ("toolworlds.hosting", "toolworlds.untrusted"), ("toolworlds.untrusted.policy",)),
+    (
+        "toolworlds.reference",
+        ("toolworlds.",),
+        ("toolworlds.core", "toolworlds.tool", "toolworlds.scoring", "toolworlds.records", "toolworlds.reference"),
+    ),
+    (
+        "toolworlds.examples",
+        ("toolworlds.",),
+        ("toolworlds.core", "toolworlds.tool", "toolworlds.scoring", "toolworlds.records", "toolworlds.examples"),
+    ),
+    ("trainers.designer", ("trainers.selfplay", "trainers.grpo", "trainers.train_cli", "trainers.config"), ()),
+    ("benchmarks.bfcl", ("trainers",), ()),
+    ("benchmarks.acebench", ("trainers",), ()),
+    (
+        "benchmarks.acebench.scenarios",
+        ("toolworlds", "engine", "trainers", "benchmarks.acebench."),
+        ("benchmarks.acebench.scenarios", "benchmarks.acebench.data"),
+    ),
+]
+
+
+def test_each_package_keeps_to_what_its_readme_says_it_never_imports() -> None:
+    broken = [
+        f"{module} imports {imported}"
+        for package, forbidden, allowed in NEVER
+        for module, imported_modules in _graph().items()
+        if module == package or module.startswith(package + ".")
+        for imported in imported_modules
+        if imported.startswith(forbidden) and not imported.startswith(allowed)
+    ]
+    assert not broken, "imports a README forbids:\n" + "\n".join(sorted(broken))
+
+
 def test_no_modules_import_each_other_in_a_circle() -> None:
     graph = _graph()
     # A package's __init__ importing its own modules is how packages re-export; it is not a circle of modules.
@@ -103,3 +140,21 @@ def test_the_checks_see_a_circle_and_an_upward_import_when_there_is_one() -> Non
     assert "engine.episode" in graph["engine.rollout"]  # a known import is read
     graph["toolworlds.core"] = {*graph["toolworlds.core"], "engine.rollout"}
     assert any("toolworlds.core" in circle for circle in _strongly_connected(graph))
+
+
+def test_every_folder_of_code_has_a_readme_of_one_screen() -> None:
+    """Each top-level folder and each package says what lives there, its entry point and what it never imports."""
+    folders = [ROOT / name for name in (*LAYERS, "tests", "docs")]
+    folders += [init.parent for layer in LAYERS for init in (ROOT / layer).rglob("__init__.py")]
+    problems = []
+    for folder in sorted(set(folders)):
+        readme = folder / "README.md"
+        if not readme.is_file():
+            problems.append(f"{folder.relative_to(ROOT)}: no README.md")
+            continue
+        text = readme.read_text()
+        if len(text.splitlines()) > 40:
+            problems.append(f"{readme.relative_to(ROOT)}: {len(text.splitlines())} lines (one screen: at most 40)")
+        if folder.name != "docs" and not ("Entry point:" in text and "Never imports:" in text):
+            problems.append(f"{readme.relative_to(ROOT)}: says no 'Entry point:' or no 'Never imports:'")
+    assert not problems, "\n".join(problems)

@@ -47,7 +47,7 @@ def test_a_missing_or_broken_file_is_a_usage_error(tmp_path: Path) -> None:
 def test_a_sandboxed_world_serves_the_session_api() -> None:
     from starlette.testclient import TestClient
 
-    from toolworlds.sandbox.worlds import describe, sandboxed_app
+    from toolworlds.untrusted.worlds import describe, sandboxed_app
 
     path = Path(LIBRARY)
     with TestClient(sandboxed_app(path, describe(path))) as client:
@@ -83,7 +83,7 @@ def braced_world(tmp_path: Path) -> Path:
 def test_every_command_runs_the_code_validate_judged(tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 
-    from toolworlds.sandbox.worlds import describe, sandboxed_app
+    from toolworlds.untrusted.worlds import describe, sandboxed_app
 
     world = braced_world(tmp_path)
     fixed = tmp_path / "fixed.py"
@@ -105,7 +105,7 @@ def test_one_slow_call_ends_its_own_episode_and_the_server_goes_on_serving(tmp_p
     one could start, while /health said ok. A server ends only that episode."""
     from starlette.testclient import TestClient
 
-    from toolworlds.sandbox.worlds import describe, sandboxed_app
+    from toolworlds.untrusted.worlds import describe, sandboxed_app
 
     source = Path(LIBRARY).read_text()
     tool = '''    @tool

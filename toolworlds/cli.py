@@ -28,8 +28,8 @@ from toolworlds.play import Transcript, play
 from toolworlds.policies import make_policy
 from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
 from toolworlds.sandbox import WorldLoadError
-from toolworlds.sandbox.worlds import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
 from toolworlds.spec import spec_schema
+from toolworlds.untrusted.worlds import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
 
 toolworld_app = typer.Typer(help="List, inspect, play, evaluate, export and serve toolworlds.", no_args_is_help=True)
 console = Console()
@@ -346,7 +346,7 @@ def _serve_sandboxed(
 ) -> None:
     """`serve` for a model-written file: every episode lives in a sandbox process of its own, never in this one."""
     from toolworlds.hosting.serving import serve_asgi
-    from toolworlds.sandbox.worlds import SandboxedFile, sandboxed_app
+    from toolworlds.untrusted.worlds import SandboxedFile, sandboxed_app
 
     described = _sandboxed(str(path), describe)  # loads it once to read its tools and refuse what fails
     if not mcp:

@@ -1,1 +1,1 @@
-"""Training-side pieces: the float policy checkpoint, GGUF export and weight sync (the GRPO loop comes next)."""
+"""Self-play training: the designer and the agent, one policy, GRPO through TRL (see README.md)."""

@@ -91,8 +91,10 @@ class BFCLBackends:
 
         prefix = re.sub(r"[-./:]", "_", self.name)
         cache = vars(multi_turn_utils)
-        for key in [key for key in cache if key.startswith(prefix)]:
-            del cache[key]
+        # Other plays' backends run in worker threads and add to this dict meanwhile: copy its keys in one step
+        # (`tuple` of a dict is one C call under the GIL; a Python loop over it raised "changed size").
+        for key in [key for key in tuple(cache) if key.startswith(prefix)]:
+            cache.pop(key, None)
 
 
 class BFCLEpisode:

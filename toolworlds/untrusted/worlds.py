@@ -1,4 +1,5 @@
-"""Model-written worlds for the `toolworld` commands: loaded, played and described only through the sandbox.
+"""Model-written worlds for the `toolworld` commands and servers: loaded, played and described only through the
+sandbox.
 
 A sandboxed world is known to this process by its schemas alone (`toolworlds.sandbox.described`), so
 `export` writes the same files for it as for a world class.
