@@ -7,9 +7,9 @@ reveals, and, once the episode is over, its `Ending`. A toolworld is one such en
 ends it); a benchmark dialogue is another (`engine.conversation.Conversation`: a reply without calls ends
 the agent's turn and the user answers). Both run a reply's calls the same way (`run_calls`).
 
-In-process worlds step under a limiter shared by all their episodes (`playing`), so thousands of episodes
-cannot pile CPU work onto the event loop in one burst; sandboxed steps run in their own processes, whose
-sockets pace them.
+In-process worlds step under a limiter shared by all their episodes (`playing` wraps them in
+`toolworlds.episode.Paced`), so thousands of episodes cannot pile CPU work onto the event loop in one burst;
+sandboxed steps run in their own processes, whose sockets pace them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from engine.settings import EpisodeSettings, Mode
 from engine.templates import load_template
 from engine.trajectory import Status
 from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
-from toolworlds.episode import Described, Episode, Grade, World
+from toolworlds.episode import Described, Episode, Grade, Paced, World
 
 AGENT_RULES = (
     "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
@@ -209,16 +209,14 @@ class ToolworldEnvironment:
     """One episode of a toolworld: a reply's calls run in the world; `finish`, a reply without calls, or the
     world's own end ends it."""
 
-    def __init__(self, world: World, steps: anyio.CapacityLimiter | None = None) -> None:
+    def __init__(self, world: World) -> None:
         self.world = world
-        self._steps = steps
         self._episode: Episode | None = None
         self._tools: list[dict[str, Any]] = []
 
     async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening:
         self._episode = await self.world.open()
-        async with self._paced():
-            task = await self._episode.reset(seed)
+        task = await self._episode.reset(seed)
         self._tools = [*self.world.openai_tools(), FINISH_FUNCTION]
         return Opening(opening_messages(self.world, task, hinted, mode), list(self._tools))
 
@@ -237,8 +235,7 @@ class ToolworldEnvironment:
         return Ending.of_step(result) if result.done else None
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
-        async with self._paced():
-            return await self._opened().step(action)
+        return await self._opened().step(action)
 
     async def grade(self) -> Grade:
         return await self._opened().grade()
@@ -252,23 +249,9 @@ class ToolworldEnvironment:
             raise RuntimeError("start the environment before stepping it")
         return self._episode
 
-    def _paced(self) -> anyio.CapacityLimiter | _Unpaced:
-        return self._steps if self._steps is not None else _UNPACED
-
-
-class _Unpaced:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_UNPACED = _Unpaced()
-
 
 def playing(world: World, max_concurrent_steps: int | None = 64) -> Callable[[], Environment]:
     """A fresh environment per episode of `world`; an in-process world's steps share one limiter (a sandboxed
     world passes None: its processes pace themselves)."""
-    steps = anyio.CapacityLimiter(max_concurrent_steps) if max_concurrent_steps else None
-    return lambda: ToolworldEnvironment(world, steps)
+    paced = Paced(world, anyio.CapacityLimiter(max_concurrent_steps)) if max_concurrent_steps else world
+    return lambda: ToolworldEnvironment(paced)

@@ -36,16 +36,23 @@ class StoreError(Exception):
 
 
 class TrajectoryStore:
-    def __init__(self, directory: Path) -> None:
+    """A rollout's records, appended to a JSONL file as episodes end, so a killed rollout resumes where it was.
+    With `keep`, it also holds each episode's last record in memory (`records`): a caller that trains on the
+    plays takes them from here, not from the file read back."""
+
+    def __init__(self, directory: Path, keep: bool = False) -> None:
         self.directory = directory
         self.path = directory / EPISODES_FILE
         self.finished: set[str] = set()
         self.failed: set[str] = set()  # keys whose last record is an infrastructure failure: played again
         self.torn_lines = 0
         self._file: IO[bytes] | None = None
+        self._keep = keep
+        self._outcomes: dict[str, EpisodeRecord] = {}
+        self._failures: dict[str, EpisodeRecord] = {}
 
     @classmethod
-    def open(cls, directory: Path, plan: BaseModel) -> TrajectoryStore:
+    def open(cls, directory: Path, plan: BaseModel, keep: bool = False) -> TrajectoryStore:
         """Create the run directory, or reopen it to resume; refuse if it holds a different plan."""
         directory.mkdir(parents=True, exist_ok=True)
         plan_path = directory / PLAN_FILE
@@ -59,16 +66,16 @@ class TrajectoryStore:
                     "resume with the same options or choose another --out"
                 )
             if held == wanted:
-                return cls._opened(directory)
+                return cls._opened(directory, keep)
         # New, or resumed somewhere else: the plan says where it plays now (written whole, or not at all).
         partial = plan_path.with_name(f".{PLAN_FILE}.partial")
         partial.write_text(json.dumps(wanted, indent=2) + "\n")
         os.replace(partial, plan_path)
-        return cls._opened(directory)
+        return cls._opened(directory, keep)
 
     @classmethod
-    def _opened(cls, directory: Path) -> TrajectoryStore:
-        store = cls(directory)
+    def _opened(cls, directory: Path, keep: bool) -> TrajectoryStore:
+        store = cls(directory, keep)
         store._recover()
         store._file = store.path.open("ab")
         return store
@@ -105,6 +112,16 @@ class TrajectoryStore:
         else:
             self.failed.discard(key)
             self.finished.add(key)
+        if self._keep:
+            self._failures.pop(key, None)
+            (self._failures if record.status == "infra_error" else self._outcomes)[key] = record
+
+    def records(self) -> list[EpisodeRecord]:
+        """Each episode's last record, as `read_records` would read them back: outcomes in the order they
+        finished, then the infrastructure failures no later attempt replaced (a store opened with `keep`)."""
+        if not self._keep:
+            raise StoreError("this store keeps no records in memory: open it with keep=True, or use read_records")
+        return [*self._outcomes.values(), *self._failures.values()]
 
     def close(self) -> None:
         if self._file is not None:

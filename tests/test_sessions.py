@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolworlds.core import Finish
-from toolworlds.episode import LocalWorld
+from toolworlds.episode import LocalEpisode, LocalWorld
 from toolworlds.examples.library import LibraryWorld
 from toolworlds.hosting.sessions import SessionError, SessionStore
 
@@ -45,3 +45,47 @@ async def test_hint_only_on_request_and_finished_sessions_refuse_steps() -> None
     assert over.value.status == 409 and over.value.code == "episode_over"
     report = await store.score(session)
     assert report.done and report.steps == 1 and report.score == 0.0
+
+
+def test_a_paced_world_lets_no_more_episodes_step_at_once_than_its_limiter() -> None:
+    """`Paced` is a wrapper: the world's own episodes, each reset and step waiting for one shared limiter."""
+    import anyio
+
+    from toolworlds.core import StepResult, Task, ToolCall
+    from toolworlds.episode import Episode, Paced
+
+    inside, most = 0, 0
+
+    class Slow(LocalEpisode):  # the library world, each step taking a while
+        async def step(self, action: ToolCall | Finish) -> StepResult:
+            nonlocal inside, most
+            inside += 1
+            most = max(most, inside)
+            await anyio.sleep(0.01)
+            inside -= 1
+            return await super().step(action)
+
+    class SlowWorld(LocalWorld):
+        async def open(self) -> Episode:
+            return Slow(LibraryWorld())
+
+    world = Paced(SlowWorld(LibraryWorld), anyio.CapacityLimiter(2))
+    scores: list[float] = []
+
+    async def play(seed: int) -> None:
+        episode = await world.open()
+        task: Task = await episode.reset(seed)
+        assert task.world == LibraryWorld.name
+        for _ in range(3):
+            await episode.step(ToolCall(name="search", arguments={"title": "a"}))
+        await episode.step(Finish())
+        scores.append((await episode.grade()).score)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for seed in range(6):
+                group.start_soon(play, seed)
+
+    anyio.run(main)
+    assert world.name == LibraryWorld.name and world.openai_tools() == LibraryWorld.openai_tools()
+    assert len(scores) == 6 and most == 2  # episodes did step at once, never more than the limiter lets

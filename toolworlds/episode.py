@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
@@ -137,6 +138,51 @@ class LocalWorld:
 
     async def open(self) -> Episode:
         return LocalEpisode(self.world_class())
+
+
+class Paced:
+    """A world whose episodes reset and step only when a shared limiter lets them: thousands of in-process
+    episodes cannot pile their CPU work onto the event loop in one burst (a wrapper, as gymnasium's are)."""
+
+    def __init__(self, world: World, limiter: anyio.CapacityLimiter) -> None:
+        self.world, self.limiter = world, limiter
+        self.name, self.description = world.name, world.description
+
+    def tools(self) -> list[Any]:
+        return self.world.tools()
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        return self.world.openai_tools()
+
+    async def open(self) -> Episode:
+        return PacedEpisode(await self.world.open(), self.limiter)
+
+
+class PacedEpisode:
+    """An episode whose resets and steps wait for `limiter`."""
+
+    def __init__(self, inner: Episode, limiter: anyio.CapacityLimiter) -> None:
+        self.inner, self.limiter = inner, limiter
+
+    async def reset(self, seed: int) -> Task:
+        async with self.limiter:
+            return await self.inner.reset(seed)
+
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        async with self.limiter:
+            return await self.inner.step(action)
+
+    async def grade(self) -> Grade:
+        return await self.inner.grade()
+
+    async def solution(self) -> list[ToolCall | Finish]:
+        return await self.inner.solution()
+
+    async def snapshot(self) -> dict[str, Any]:
+        return await self.inner.snapshot()
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 def as_world(world: World | type[ToolWorld[Any]]) -> World:

@@ -243,8 +243,7 @@ class SelfPlay:
         """The agent's plays of this iteration's designed worlds that reach the rows."""
         if designed is None:
             return []
-        found = [_training_plays(outcome) for outcome in designed.outcomes]
-        return [record for plays in found if plays is not None for record in read_records(self.out / plays)]
+        return [record for outcome in designed.outcomes if outcome.broken is None for record in outcome.played]
 
     def rows(self, designed: IterationResult | None, records: list[EpisodeRecord]) -> tuple[list[TrainingRow], Skipped]:
         """Both roles' rows of one iteration from the agent's plays (`records`: reference, archived and designed
@@ -411,10 +410,11 @@ class SelfPlay:
         await self._share_opening(world)
         stats = RolloutStats(planned=plan.size)
         steps = None if isinstance(world, SandboxWorld) else 64  # sandboxed steps are paced by their processes
-        with TrajectoryStore.open(directory, plan) as store, live_progress(stats, self.console, True, directory.name):
+        with (TrajectoryStore.open(directory, plan, keep=True) as store,
+              live_progress(stats, self.console, True, directory.name)):  # fmt: skip
             await run_rollout(plan, store, self.endpoints, playing(world, steps), self.design.settings.concurrency,
                               stats)  # fmt: skip
-        return require_played(list(read_records(directory)), self.config.run.max_failed_share, endpoint_only=True)
+        return require_played(store.records(), self.config.run.max_failed_share, endpoint_only=True)
 
     async def _share_opening(self, world: World) -> None:
         """Every play of a world opens with the same rules and tool schemas: have the server compute them once."""

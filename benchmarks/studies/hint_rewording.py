@@ -106,8 +106,8 @@ async def replay(run: Path, config: TrainConfig, source: Path, out: Path, iterat
                 world = directory / f"{version}.json"
                 world.parent.mkdir(parents=True, exist_ok=True)
                 world.write_text(json.dumps(spec, indent=2) + "\n")
-                regret, _ = await play_both_ways(endpoints, settings, play, world, LocalWorld(load_world(str(world))),
-                                                 directory / version)  # fmt: skip
+                source = LocalWorld(load_world(str(world)))
+                regret = (await play_both_ways(endpoints, settings, play, world, source, directory / version)).regret
                 plain += regret.plain
                 hinted[version] = regret.hinted
             one = Replayed(key, {v: s["task"]["hint"] for v, s in versions.items()}, plain, hinted)

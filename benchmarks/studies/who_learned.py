@@ -293,9 +293,8 @@ async def replay(config: TrainConfig, source: Path, gguf: Path, designer: Path, 
         run = uuid.uuid4().hex[:12]
         for key, path in pending:
             results = out / key.replace("/", "-")
-            regret, broken = await play_both_ways(
-                endpoints, settings, run, path, LocalWorld(load_world(str(path))), results
-            )
+            played = await play_both_ways(endpoints, settings, run, path, LocalWorld(load_world(str(path))), results)
+            regret, broken = played.regret, played.broken
             reward = designer_reward(None if broken else regret, settings.reward)
             if reward is None:
                 continue

@@ -38,6 +38,22 @@ def test_reopening_learns_what_finished(tmp_path: Path) -> None:
     assert [r.key.seed for r in read_records(tmp_path)] == [0, 1, 2]
 
 
+def test_a_keeping_store_holds_in_memory_what_read_records_would_read_back(tmp_path: Path) -> None:
+    """Records stay in memory from play to training row: a store opened with `keep` answers `records()` with
+    each episode's last record, across a resume, exactly as the file read back says."""
+    with TrajectoryStore.open(tmp_path, plan(), keep=True) as store:
+        store.append(record(0))
+        store.append(record(1, cause="endpoint:timeout"))
+        store.append(record(2))
+        assert [(r.key.seed, r.status) for r in store.records()] == [(0, "ok"), (2, "ok"), (1, "infra_error")]
+    with TrajectoryStore.open(tmp_path, plan(), keep=True) as store:  # resumed: what was on disk, then more
+        store.append(record(1))
+        assert store.records() == list(read_records(tmp_path))
+        assert [r.key.seed for r in store.records()] == [0, 2, 1]
+    with TrajectoryStore.open(tmp_path, plan()) as store, pytest.raises(StoreError, match="keep=True"):
+        store.records()
+
+
 def test_a_torn_last_line_is_cut_and_the_rest_kept(tmp_path: Path) -> None:
     with TrajectoryStore.open(tmp_path, plan()) as store:
         store.append(record(0))

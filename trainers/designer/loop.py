@@ -30,9 +30,9 @@ from engine.environments import playing
 from engine.episode import WORLD_FAULTS
 from engine.rollout import MAX_FAILED_SHARE, InfrastructureFailure, RolloutPlan, require_played, run_rollout
 from engine.settings import EpisodeSettings
-from engine.store import TrajectoryStore, read_records
+from engine.store import TrajectoryStore
+from engine.trajectory import EpisodeRecord
 from toolworlds.episode import LocalWorld, World
-from toolworlds.registry import load_world
 from toolworlds.sandbox import SandboxPool
 from toolworlds.sandbox.described import SandboxWorld
 from toolworlds.spec import Spec
@@ -105,6 +105,16 @@ class DesignRun:
     seed: int = 0
 
 
+@dataclass(frozen=True)
+class BothWays:
+    """A world's plays without and with its hint: its regret, how its own code failed in one (or None), and
+    each play's record (kept in memory: the agent's rows are made from them)."""
+
+    regret: Regret
+    broken: str | None
+    records: list[EpisodeRecord]
+
+
 class DesignOutcome(BaseModel):
     """One line of `designs.jsonl`."""
 
@@ -125,6 +135,7 @@ class DesignOutcome(BaseModel):
     grounding: float | None = Field(
         default=None, description="A valid spec world: the share of its names and values its document holds."
     )
+    played: list[EpisodeRecord] = Field(default_factory=list, exclude=True)  # the plays, in memory only
 
 
 class IterationMetrics(BaseModel):
@@ -249,7 +260,9 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     outcome.world_hash = digest
     plays = run.out / "worlds" / digest[:16] / sample.key.replace("/", "-")  # fresh plays for each design
     outcome.plays = str(plays.relative_to(run.out))
-    regret, broken = await _play_both_ways(run, verdict, digest, plays)
+    played = await _play_both_ways(run, verdict, digest, plays)
+    regret, broken = played.regret, played.broken
+    outcome.played = played.records
     if verdict.local is None:
         await run.sandbox.unload(verdict.world)
     if broken is not None:
@@ -284,15 +297,16 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     return outcome
 
 
-async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directory: Path) -> tuple[Regret, str | None]:
-    """The world's regret over K plays each way, and how its own code failed in one of them (or None)."""
+async def _play_both_ways(run: DesignRun, verdict: Verdict, digest: str, directory: Path) -> BothWays:
+    """The world's plays each way (its file written under the run's worlds/ for the archive)."""
     assert verdict.world is not None and verdict.source is not None
     worlds = run.out / "worlds"
     worlds.mkdir(parents=True, exist_ok=True)
     spec = verdict.local is not None  # a spec world runs here; Python only in the sandbox
     path = worlds / f"{digest[:16]}.{'json' if spec else 'py'}"
     path.write_text(verdict.source)
-    world = LocalWorld(load_world(str(path))) if spec else SandboxWorld(run.sandbox, verdict.world)
+    # The spec the gates compiled plays as it is (the file is for the archive and a reader, not read back).
+    world = LocalWorld(verdict.local) if verdict.local is not None else SandboxWorld(run.sandbox, verdict.world)
     return await play_both_ways(run.endpoints, run.settings, run.run, path, world, directory)
 
 
@@ -303,18 +317,18 @@ async def play_both_ways(
     path: Path,
     world: World,
     directory: Path,
-) -> tuple[Regret, str | None]:
+) -> BothWays:
     """The world at `path` played K times without and K times with its hint through `endpoints`, stored under
-    `directory`: its regret, and how its own code failed in a play (or None). A world written in an earlier run
-    can be played again by another policy this way (`benchmarks/studies/who_learned.py`)."""
+    `directory`. A world written in an earlier run can be played again by another policy this way
+    (`benchmarks/studies/who_learned.py`)."""
     plan = RolloutPlan(run=run, world=str(path), tasks=settings.plays, hints="both", settings=settings.agent)
-    with TrajectoryStore.open(directory, plan) as store:
+    with TrajectoryStore.open(directory, plan, keep=True) as store:
         steps = None if isinstance(world, SandboxWorld) else 64  # sandboxed steps are paced by their processes
         await run_rollout(plan, store, endpoints, playing(world, steps), settings.concurrency)
-    records = require_played(list(read_records(directory)), settings.max_failed_share, endpoint_only=True)
+    records = require_played(store.records(), settings.max_failed_share, endpoint_only=True)
     plays = [Play(record.key.hinted, None if record.status == "infra_error" else record.reward) for record in records]
     broken = next((f"{r.cause}: {r.detail}" for r in records if r.cause in WORLD_FAULTS), None)
-    return regret_of(plays), broken
+    return BothWays(regret_of(plays), broken, records)
 
 
 def _metrics(
