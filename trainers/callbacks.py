@@ -1,14 +1,10 @@
-"""The base of spadework's transformers callbacks, without importing transformers where they are defined."""
+"""The base of spadework's transformers callbacks: transformers' own `TrainerCallback`, whose every event does
+nothing until a subclass says otherwise. Only the trainer's modules import this (it loads transformers)."""
 
 from __future__ import annotations
 
-from typing import Any
+from transformers import TrainerCallback
 
 
-class Callback:
-    """A transformers `TrainerCallback` by duck typing: each `on_*` event a subclass does not define does nothing."""
-
-    def __getattr__(self, event: str) -> Any:
-        if event.startswith("on_"):
-            return lambda *args, **kwargs: None
-        raise AttributeError(event)
+class Callback(TrainerCallback):  # type: ignore[misc]
+    """A transformers `TrainerCallback`; subclasses define the `on_*` events they act on."""

@@ -22,7 +22,6 @@ from trainers.designer.regret import RewardMode, WinRate
 from trainers.designer.stages import PlanRule
 from trainers.designer.task_text import TaskText
 from trainers.designer.vocabulary import VocabularyRule
-from trainers.sharding import Sharding
 from trainers.suite import SuiteName
 
 
@@ -32,6 +31,7 @@ class _Section(BaseModel):
 
 ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
 GrammarLogprobs = Literal["restricted", "full"]
+Sharding = Literal["none", "fsdp2"]  # what each training process holds: a whole replica, or a shard
 WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-reload", "vllm-nccl", "none"]
 
 

@@ -29,6 +29,7 @@ from trainers.config import ImportanceSampling, TrainConfig, UpdateConfig
 from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
 from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
+from trainers.weight_sync import WeightSync
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental in TRL 1.x
 
@@ -191,7 +192,7 @@ class Learner:
     optimizer, scheduler and RNG as they were after its update.
     """
 
-    def __init__(self, trainer: Any, feed: RowFeed, sync: Any | None, budget: Mapping[str, int], seed: int = 0,
+    def __init__(self, trainer: Any, feed: RowFeed, sync: WeightSync | None, budget: Mapping[str, int], seed: int = 0,
                  resume_from: Path | None = None, updates_done: int = 0) -> None:  # fmt: skip
         self.trainer = trainer
         self.feed = feed

@@ -16,11 +16,9 @@ reduce-scatters its gradients. Two seams are spadework's:
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from typing import Any
 
 from trainers.callbacks import Callback
-
-Sharding = Literal["none", "fsdp2"]  # what each training process holds: a whole replica, or a shard
 
 FSDP_CONFIG: dict[str, Any] = {
     "version": 2,
