@@ -158,19 +158,18 @@ class Paced:
         return PacedEpisode(await self.world.open(), self.limiter)
 
 
-class PacedEpisode:
-    """An episode whose resets and steps wait for `limiter`."""
+class EpisodeWrapper:
+    """An episode around another (gymnasium's `Wrapper`): every call passes through to `inner` unless a
+    subclass changes it."""
 
-    def __init__(self, inner: Episode, limiter: anyio.CapacityLimiter) -> None:
-        self.inner, self.limiter = inner, limiter
+    def __init__(self, inner: Episode) -> None:
+        self.inner = inner
 
     async def reset(self, seed: int) -> Task:
-        async with self.limiter:
-            return await self.inner.reset(seed)
+        return await self.inner.reset(seed)
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
-        async with self.limiter:
-            return await self.inner.step(action)
+        return await self.inner.step(action)
 
     async def grade(self) -> Grade:
         return await self.inner.grade()
@@ -183,6 +182,22 @@ class PacedEpisode:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+class PacedEpisode(EpisodeWrapper):
+    """An episode whose resets and steps wait for `limiter`."""
+
+    def __init__(self, inner: Episode, limiter: anyio.CapacityLimiter) -> None:
+        super().__init__(inner)
+        self.limiter = limiter
+
+    async def reset(self, seed: int) -> Task:
+        async with self.limiter:
+            return await self.inner.reset(seed)
+
+    async def step(self, action: ToolCall | Finish) -> StepResult:
+        async with self.limiter:
+            return await self.inner.step(action)
 
 
 def as_world(world: World | type[ToolWorld[Any]]) -> World:

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.rollout import Hints, episode_keys
 from engine.settings import EpisodeSettings
 from engine.trajectory import EpisodeKey
-from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld, error_observation
-from toolworlds.episode import Episode, Grade, LocalWorld, World
+from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
+from toolworlds.episode import Episode, EpisodeWrapper, LocalWorld, World
 from toolworlds.registry import builtin_worlds, load_world
 
 HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
@@ -169,15 +169,12 @@ class Focused:
         return FocusedEpisode(await self._inner.open(), {tool.name for tool in self._tools})
 
 
-class FocusedEpisode:
+class FocusedEpisode(EpisodeWrapper):
     """An episode that refuses the tools its world does not show, as it refuses a tool that does not exist."""
 
     def __init__(self, inner: Episode, shown: set[str]) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._shown = shown
-
-    async def reset(self, seed: int) -> Task:
-        return await self._inner.reset(seed)
 
     async def step(self, action: ToolCall | Finish) -> StepResult:
         if isinstance(action, ToolCall) and action.name not in self._shown:
@@ -185,19 +182,7 @@ class FocusedEpisode:
             observation = error_observation("unknown_tool", message)
             return StepResult(observation=observation, reward=0.0, terminated=False, truncated=False,
                               info={"tool": action.name, "error": "unknown_tool"})  # fmt: skip
-        return await self._inner.step(action)
-
-    async def grade(self) -> Grade:
-        return await self._inner.grade()
-
-    async def solution(self) -> list[ToolCall | Finish]:
-        return await self._inner.solution()
-
-    async def snapshot(self) -> dict[str, Any]:
-        return await self._inner.snapshot()
-
-    async def close(self) -> None:
-        await self._inner.close()
+        return await self.inner.step(action)
 
 
 class SuitePlan(BaseModel):
