@@ -169,7 +169,7 @@ def rollout(
             environments: Callable[[], Environment]
             if trusted is None:  # model-written code: played only inside the sandbox, whose processes pace it
                 sandbox = await stack.enter_async_context(SandboxPool())
-                environments = playing(await load_world_file(sandbox, Path(world)), None)
+                environments = playing(await load_world_file(sandbox, Path(world)))
             else:
                 environments = playing(trusted, env_concurrency)
             pool = await stack.enter_async_context(

@@ -27,6 +27,7 @@ from engine.templates import load_template
 from engine.trajectory import Status
 from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
 from toolworlds.episode import Described, Episode, Grade, Paced, World
+from toolworlds.sandbox.described import SandboxWorld
 
 AGENT_RULES = (
     "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
@@ -250,8 +251,9 @@ class ToolworldEnvironment:
         return self._episode
 
 
-def playing(world: World, max_concurrent_steps: int | None = 64) -> Callable[[], Environment]:
+def playing(world: World, max_concurrent_steps: int = 64) -> Callable[[], Environment]:
     """A fresh environment per episode of `world`; an in-process world's steps share one limiter (a sandboxed
-    world passes None: its processes pace themselves)."""
-    paced = Paced(world, anyio.CapacityLimiter(max_concurrent_steps)) if max_concurrent_steps else world
+    world's are not limited here: its processes pace themselves)."""
+    in_process = not isinstance(world, SandboxWorld)
+    paced = Paced(world, anyio.CapacityLimiter(max_concurrent_steps)) if in_process else world
     return lambda: ToolworldEnvironment(paced)

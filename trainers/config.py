@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
-from trainers.constrained import GrammarSampler
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.regret import RewardMode, WinRate
 from trainers.designer.stages import PlanRule
@@ -31,6 +30,7 @@ class _Section(BaseModel):
 
 ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"]
 GrammarLogprobs = Literal["restricted", "full"]
+GrammarSampler = Literal["llama.cpp", "vllm"]  # whose rules decide what a grammar admits
 Sharding = Literal["none", "fsdp2"]  # what each training process holds: a whole replica, or a shard
 WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-reload", "vllm-nccl", "none"]
 

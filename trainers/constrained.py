@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import structlog
@@ -38,11 +38,10 @@ import structlog
 from engine.gbnf import GrammarUnreadable, to_lark
 from engine.templates import end_of_generation_ids
 from engine.trajectory import SampledSpan
+from trainers.config import GrammarSampler
 from trainers.rows import TrainingRow, padding_row
 
 log = structlog.get_logger(__name__)
-
-GrammarSampler = Literal["llama.cpp", "vllm"]  # whose rules decide what a grammar admits
 
 
 @dataclass

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from trainers.callbacks import Callback
-from trainers.config import ImportanceSampling, TrainConfig, UpdateConfig
-from trainers.constrained import GrammarRestrictions, GrammarSampler, restrict_to_grammar
+from trainers.config import GrammarSampler, ImportanceSampling, TrainConfig, UpdateConfig
+from trainers.constrained import GrammarRestrictions, restrict_to_grammar
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
 from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
 from trainers.weight_sync import WeightSync

@@ -409,10 +409,9 @@ class SelfPlay:
     async def _rollout(self, plan: RolloutPlan | SuitePlan, directory: Path, world: World) -> list[EpisodeRecord]:
         await self._share_opening(world)
         stats = RolloutStats(planned=plan.size)
-        steps = None if isinstance(world, SandboxWorld) else 64  # sandboxed steps are paced by their processes
         with (TrajectoryStore.open(directory, plan, keep=True) as store,
               live_progress(stats, self.console, True, directory.name)):  # fmt: skip
-            await run_rollout(plan, store, self.endpoints, playing(world, steps), self.design.settings.concurrency,
+            await run_rollout(plan, store, self.endpoints, playing(world), self.design.settings.concurrency,
                               stats)  # fmt: skip
         return require_played(store.records(), self.config.run.max_failed_share, endpoint_only=True)
 

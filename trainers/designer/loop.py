@@ -323,8 +323,7 @@ async def play_both_ways(
     (`benchmarks/studies/who_learned.py`)."""
     plan = RolloutPlan(run=run, world=str(path), tasks=settings.plays, hints="both", settings=settings.agent)
     with TrajectoryStore.open(directory, plan, keep=True) as store:
-        steps = None if isinstance(world, SandboxWorld) else 64  # sandboxed steps are paced by their processes
-        await run_rollout(plan, store, endpoints, playing(world, steps), settings.concurrency)
+        await run_rollout(plan, store, endpoints, playing(world), settings.concurrency)
     records = require_played(store.records(), settings.max_failed_share, endpoint_only=True)
     plays = [Play(record.key.hinted, None if record.status == "infra_error" else record.reward) for record in records]
     broken = next((f"{r.cause}: {r.detail}" for r in records if r.cause in WORLD_FAULTS), None)
