@@ -10,20 +10,23 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolworlds.tool import OpenAIFunction, OpenAITool
+
 # What ACEBench's docs use (dict, list, string, integer, object), and the other Gorilla names.
 GORILLA_TYPES = {"dict": "object", "list": "array", "tuple": "array", "float": "number", "any": "string"}
 
 
-def openai_tools(docs: Iterable[dict[str, Any]], types: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+def openai_tools(docs: Iterable[dict[str, Any]], types: Mapping[str, str] | None = None) -> list[OpenAITool]:
     """One `{"type": "function", "function": ...}` per doc, its parameters an object of JSON Schema types."""
     mapping = types or GORILLA_TYPES
-    tools = []
+    tools: list[OpenAITool] = []
     for doc in docs:
         parameters = copy.deepcopy(doc.get("parameters") or {})
         parameters["type"] = "object"
         properties = parameters.get("properties") or {}
         parameters["properties"] = {name: _schema(schema, mapping) for name, schema in properties.items()}
-        function = {"name": doc["name"], "description": doc.get("description", ""), "parameters": parameters}
+        function: OpenAIFunction = {"name": doc["name"], "description": doc.get("description", ""),
+                                    "parameters": parameters}  # fmt: skip
         tools.append({"type": "function", "function": function})
     return tools
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.gbnf import CONTROL, CharSet, GrammarRules, literal
+from engine.messages import OpenAITool
 
 MAX_STRING = 48  # characters in a string without a maxLength: a runaway string cannot eat the token budget
 MAX_ITEMS = 8
@@ -107,7 +108,7 @@ def _object(schema: dict[str, Any], rules: GrammarRules) -> str:
     return f'"{{" {first[0]} "}}"'
 
 
-def call_grammar(tools: Sequence[dict[str, Any]]) -> str:
+def call_grammar(tools: Sequence[OpenAITool]) -> str:
     """The grammar of one call of one of `tools` (OpenAI function specs), with nothing before or after it."""
     rules = GrammarRules()
     calls = []

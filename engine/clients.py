@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from engine.call_grammar import call_grammar
 from engine.endpoints import Answer, Endpoint, EndpointPool
+from engine.messages import Message, OpenAITool
 from engine.parsing import ParsedReply, constrained_response_format, parse_constrained, parse_native, parse_text
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate
@@ -30,17 +31,17 @@ class ModelClient(Protocol):
     tokens: TokenTrace | None
     tokens_used: int
 
-    def start(self, messages: list[dict[str, Any]]) -> None:
+    def start(self, messages: list[Message]) -> None:
         """The opening messages (system, task) are known."""
 
-    async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+    async def sample(self, messages: list[Message], turn: Turn) -> tuple[Message, ParsedReply]:
         """Ask for the next turn; fill `turn`; return the assistant message to keep and what it says."""
         ...
 
-    def observe(self, new_messages: list[dict[str, Any]]) -> None:
+    def observe(self, new_messages: list[Message]) -> None:
         """Messages the engine added after the last assistant turn (tool results, feedback)."""
 
-    def finish(self, messages: list[dict[str, Any]]) -> None:
+    def finish(self, messages: list[Message]) -> None:
         """The episode is over."""
 
 
@@ -58,7 +59,7 @@ def _first_choice(answer: Answer, turn: Turn, needs: str) -> dict[str, Any]:
     return choice
 
 
-def _reply_message(choice: dict[str, Any]) -> dict[str, Any]:
+def _reply_message(choice: dict[str, Any]) -> Message:
     """`choices[0].message`, if it has the shape OpenAI's API gives; otherwise the endpoint failed (a server
     bug, never the model's turn): content a string or null, `tool_calls` a list of calls, all of it text."""
     message = choice["message"]
@@ -71,7 +72,7 @@ def _reply_message(choice: dict[str, Any]) -> dict[str, Any]:
     elif not _unicode(message):
         problem = "choices[0].message is not valid Unicode text (it holds a lone surrogate)"
     else:
-        return message
+        return cast(Message, message)  # its shape checked above
     raise EndpointFailure("bad_response", problem, retryable=False)
 
 
@@ -169,7 +170,7 @@ class Route:
 
 
 class ChatClient:
-    def __init__(self, route: Route, settings: EpisodeSettings, tools: list[dict[str, Any]]) -> None:
+    def __init__(self, route: Route, settings: EpisodeSettings, tools: list[OpenAITool]) -> None:
         self.route, self.settings = route, settings
         self.tokens = TokenTrace() if settings.token_ids else None
         self.tokens_used = 0
@@ -190,10 +191,10 @@ class ChatClient:
                 self._tool_field = {"tools": list(self._tools)}
         return self._tool_field
 
-    def start(self, messages: list[dict[str, Any]]) -> None:
+    def start(self, messages: list[Message]) -> None:
         pass
 
-    async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+    async def sample(self, messages: list[Message], turn: Turn) -> tuple[Message, ParsedReply]:
         settings = self.settings
         body: dict[str, Any] = {
             "model": settings.model,
@@ -212,7 +213,7 @@ class ChatClient:
         self.tokens_used = (turn.prompt_tokens or 0) + (turn.completion_tokens or 0)
         if self.tokens is not None:
             self._trace(answer.body, choice, turn)
-        kept: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        kept: Message = {"role": "assistant", "content": message.get("content")}
         if message.get("tool_calls"):
             kept["tool_calls"] = message["tool_calls"]  # verbatim: argument strings are never re-serialised
         if self._constrained:
@@ -229,16 +230,16 @@ class ChatClient:
         logprobs = [None if entry.get("logprob") is None else float(entry["logprob"]) for entry in content]
         self.tokens.add_turn(turn.index, prompt_ids, sampled_ids, logprobs)
 
-    def observe(self, new_messages: list[dict[str, Any]]) -> None:
+    def observe(self, new_messages: list[Message]) -> None:
         pass
 
-    def finish(self, messages: list[dict[str, Any]]) -> None:
+    def finish(self, messages: list[Message]) -> None:
         pass
 
 
 class TokensClient:
     def __init__(
-        self, route: Route, settings: EpisodeSettings, tools: list[dict[str, Any]], template: TokenTemplate
+        self, route: Route, settings: EpisodeSettings, tools: list[OpenAITool], template: TokenTemplate
     ) -> None:
         self.route, self.settings = route, settings
         self.template = template
@@ -254,7 +255,7 @@ class TokensClient:
         assert self.tokens is not None
         return self.tokens
 
-    def start(self, messages: list[dict[str, Any]]) -> None:
+    def start(self, messages: list[Message]) -> None:
         self._tools = list(self._tools)  # rendered once, into the opening: tools revealed later arrive as text
         self._trace.prompt_ids = self.template.opening(messages, self._tools)
         if self.settings.grammar is not None:
@@ -264,14 +265,14 @@ class TokensClient:
         self._trace.grammar = self._grammar
         self.tokens_used = len(self._trace.prompt_ids)
 
-    async def sample(self, messages: list[dict[str, Any]], turn: Turn) -> tuple[dict[str, Any], ParsedReply]:
+    async def sample(self, messages: list[Message], turn: Turn) -> tuple[Message, ParsedReply]:
         sampled, truncated = await self._sample_span(self._grammar, self.settings.max_tokens_per_turn, turn)
         self._last_sampled, self._last_truncated = sampled, truncated
         text = self.template.reply_text(sampled)
         reply = parse_constrained(text) if self.settings.call_schema else parse_text(text)
         return {"role": "assistant", "content": text}, reply
 
-    async def sample_stages(self, stages: Stages, turn: Turn) -> dict[str, Any]:
+    async def sample_stages(self, stages: Stages, turn: Turn) -> Message:
         """One reply sampled in stages, each its own request under the grammar `stages` builds from what the
         earlier ones wrote. Every id is the server's (mask 1), each stage's start and grammar recorded as a
         span; the stages share the turn's token budget; a stage's closing end-of-generation step (the only
@@ -369,11 +370,11 @@ class TokensClient:
         del trace.completion_ids[-1], trace.loss_mask[-1], trace.logprobs[-1]
         self.tokens_used -= 1
 
-    def observe(self, new_messages: list[dict[str, Any]]) -> None:
+    def observe(self, new_messages: list[Message]) -> None:
         glue = self.template.continuation(self._last_sampled, self._last_truncated, new_messages)
         self._append(glue, [0.0] * len(glue), 0)
 
-    def finish(self, messages: list[dict[str, Any]]) -> None:
+    def finish(self, messages: list[Message]) -> None:
         """Compare the held ids with a one-shot rendering of the whole conversation; a difference is drift."""
         trace = self._trace
         held = trace.prompt_ids + trace.completion_ids

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SkipValidation
 
 from engine.environments import FINISH_FUNCTION, Ending, Opening, Response, run_calls
+from engine.messages import Message, OpenAITool
 from engine.parsing import ParsedReply
 from engine.settings import Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
@@ -37,7 +37,8 @@ class UserTurn(BaseModel):
     those continue the agent's turn, counting toward `max_calling_replies`, rather than begin the user's next."""
 
     content: str
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    # As the benchmark wrote them, key order included (a tokens-mode listing shows them as JSON).
+    tools: SkipValidation[list[OpenAITool]] = Field(default_factory=list)
     calls_run: int = 0
 
     def text(self, mode: Mode) -> str:
@@ -60,7 +61,7 @@ class Conversation(ABC):
 
     name: str
     description: str
-    tools: list[dict[str, Any]]  # offered from the first turn (after `reset`: they may depend on the task)
+    tools: list[OpenAITool]  # offered from the first turn (after `reset`: they may depend on the task)
     finish_tool: bool = False  # offer `finish` as the way to end a turn (constrained mode needs one)
     malformed_ends_turn: bool = False  # a reply that cannot be read ends the turn (else it is shown as an error)
     reads_replies: bool = False  # every reply goes to `user_turn` as text: the benchmark reads its own call syntax
@@ -70,7 +71,7 @@ class Conversation(ABC):
     async def reset(self, seed: int) -> Task: ...
 
     @abstractmethod
-    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
+    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[Message]:
         """The first messages: the conversation's own system prompt, if any, and the user's first turn."""
 
     @abstractmethod
@@ -80,7 +81,7 @@ class Conversation(ABC):
     async def user_turn(self, reply: str) -> UserTurn | None:
         """The agent ended its turn saying `reply`: the user's next turn, or None when the dialogue is over."""
 
-    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def prompt(self, messages: list[Message]) -> list[Message]:
         """What `chat` and `constrained` requests send for the conversation so far (a benchmark that shows the
         model a rendered transcript instead of the messages overrides this; `tokens` mode never calls it)."""
         return messages
@@ -97,7 +98,7 @@ class Conversation(ABC):
         self._offered = [*self.tools, FINISH_FUNCTION] if self.finish_tool else list(self.tools)
         return Opening(self.opening(task, hinted, mode), list(self._offered))
 
-    async def respond(self, message: dict[str, Any], reply: ParsedReply, turn: int) -> Response:
+    async def respond(self, message: Message, reply: ParsedReply, turn: int) -> Response:
         if self.reads_replies or (not reply.calls and not reply.problems):
             return await self._next_user_turn(reply.text)
         if reply.problems and self.malformed_ends_turn:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from engine.messages import Message, OpenAITool
 from engine.parsing import FINISH_TOOL, ParsedCall, ParsedReply
 from engine.settings import EpisodeSettings, Mode
 from engine.templates import load_template
@@ -33,7 +34,7 @@ AGENT_RULES = (
     "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
     f"When the task is done, call `{FINISH_TOOL}`, with `answer` set when the task asks a question."
 )
-FINISH_FUNCTION: dict[str, Any] = {
+FINISH_FUNCTION: OpenAITool = {
     "type": "function",
     "function": {
         "name": FINISH_TOOL,
@@ -75,8 +76,8 @@ class Ending:
 class Opening:
     """The first messages, and the tools offered from the first turn on."""
 
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
+    messages: list[Message]
+    tools: list[OpenAITool]
 
 
 @dataclass
@@ -84,8 +85,8 @@ class Response:
     """What follows one reply: messages, tools revealed from now on, the calls run and what could not be read,
     and, when the episode is over, its ending."""
 
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tools: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    tools: list[OpenAITool] = field(default_factory=list)
     tool_calls: int = 0
     problems: list[str] = field(default_factory=list)
     ending: Ending | None = None
@@ -96,11 +97,11 @@ class Environment(Protocol):
 
     async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening: ...
 
-    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def prompt(self, messages: list[Message]) -> list[Message]:
         """What `chat` and `constrained` requests send for the conversation so far (`tokens` mode never asks)."""
         ...
 
-    async def respond(self, message: dict[str, Any], reply: ParsedReply, turn: int) -> Response:
+    async def respond(self, message: Message, reply: ParsedReply, turn: int) -> Response:
         """Answer the assistant `message` of turn `turn`, read as `reply`."""
         ...
 
@@ -115,7 +116,7 @@ class Environment(Protocol):
 class CallsRun:
     """A reply's calls, run in order until one ends the episode or the agent calls `finish`."""
 
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     tool_calls: int = 0
     problems: list[str] = field(default_factory=list)
     ending: Ending | None = None  # a step ended the episode
@@ -124,11 +125,11 @@ class CallsRun:
 
 
 async def run_calls(
-    message: dict[str, Any],
+    message: Message,
     reply: ParsedReply,
     turn: int,
     step: Callable[[ToolCall], Awaitable[StepResult]],
-    tools: list[dict[str, Any]],
+    tools: list[OpenAITool],
 ) -> CallsRun:
     """Run `reply`'s calls through `step`; each native call's result is a tool message answering its id, results
     of calls written as text and what was wrong with the reply go back as one user message. `finish` counts
@@ -163,7 +164,7 @@ async def run_calls(
     return done
 
 
-def _feedback(results: list[str], problems: list[str], tools: list[dict[str, Any]]) -> str:
+def _feedback(results: list[str], problems: list[str], tools: list[OpenAITool]) -> str:
     """Tool results for calls written as text, and what was wrong with the reply, as one user message."""
     parts = [f"<tool_response>\n{content}\n</tool_response>" for content in results]
     if problems:
@@ -181,7 +182,7 @@ def _call_id(call: ParsedCall, turn: int, position: int) -> str:
     return call.id or f"call_{turn}_{position}"
 
 
-def opening_messages(world: Described, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
+def opening_messages(world: Described, task: Task, hinted: bool, mode: Mode) -> list[Message]:
     """System rules (and, in constrained mode, the tool list, since no `tools` field is sent) and the task."""
     user = task.instruction if not hinted else f"{task.instruction}\n\nHint: {task.hint}"
     return [{"role": "system", "content": _system_prompt(world, mode)}, {"role": "user", "content": user}]
@@ -191,7 +192,7 @@ def shared_opening(world: Described, settings: EpisodeSettings) -> list[int]:
     """The token ids every `tokens`-mode episode of `world` opens with: the rules and the tool schemas, up to
     where the task begins. A server can compute them once for many episodes (`EmbeddedServer.share_prefix`)."""
     template = load_template(settings.tokenizer or "")
-    system = {"role": "system", "content": _system_prompt(world, settings.mode)}
+    system: Message = {"role": "system", "content": _system_prompt(world, settings.mode)}
     tools = [*world.openai_tools(), FINISH_FUNCTION]
     one, other = (template.opening([system, {"role": "user", "content": text}], tools) for text in ("A", "B"))
     length = next((i for i, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
@@ -213,7 +214,7 @@ class ToolworldEnvironment:
     def __init__(self, world: World) -> None:
         self.world = world
         self._episode: Episode | None = None
-        self._tools: list[dict[str, Any]] = []
+        self._tools: list[OpenAITool] = []
 
     async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening:
         self._episode = await self.world.open()
@@ -221,10 +222,10 @@ class ToolworldEnvironment:
         self._tools = [*self.world.openai_tools(), FINISH_FUNCTION]
         return Opening(opening_messages(self.world, task, hinted, mode), list(self._tools))
 
-    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def prompt(self, messages: list[Message]) -> list[Message]:
         return messages
 
-    async def respond(self, message: dict[str, Any], reply: ParsedReply, turn: int) -> Response:
+    async def respond(self, message: Message, reply: ParsedReply, turn: int) -> Response:
         if not reply.calls and not reply.problems:  # a final answer
             return Response(ending=await self._finish(reply.text or None))
         calls = await run_calls(message, reply, turn, self.step, self._tools)

@@ -18,13 +18,13 @@ episode at its turn limit or token budget.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import anyio
 
 from engine.clients import ChatClient, ModelClient, Route, TokensClient
 from engine.endpoints import Endpoint, EndpointPool
 from engine.environments import Ending, Environment
+from engine.messages import Message, OpenAITool
 from engine.settings import EpisodeSettings
 from engine.templates import load_template
 from engine.trajectory import EpisodeKey, EpisodeRecord, TokenTrace, Turn
@@ -49,12 +49,12 @@ class Episode:
         self, run: str, key: EpisodeKey, env: Environment, pool: EndpointPool, settings: EpisodeSettings
     ) -> None:
         self.run, self.key, self.env, self.pool, self.settings = run, key, env, pool, settings
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self.turns: list[Turn] = []
         self.tool_calls = 0
         self.malformed_turns = 0
         self.tokens: TokenTrace | None = None
-        self._tools: list[dict[str, Any]] = []  # what the client offers; filled at the start, grown by reveals
+        self._tools: list[OpenAITool] = []  # what the client offers; filled at the start, grown by reveals
 
     def _client(self, endpoint: Endpoint) -> ModelClient:
         route = Route(self.pool, endpoint, self.key.header(self.run), self.settings.request_timeout_s)

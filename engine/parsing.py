@@ -15,9 +15,11 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from engine.messages import OpenAITool
 
 FINISH_TOOL = "finish"
 MAX_CONSTRAINED_STRING = 256
@@ -50,7 +52,7 @@ _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _FENCE = re.compile(r"^```(?:json|python)?\s*(.*?)\s*```$", re.DOTALL)
 
 
-def parse_native(message: dict[str, Any], strict: bool = False) -> ParsedReply:
+def parse_native(message: Mapping[str, Any], strict: bool = False) -> ParsedReply:
     """Read an OpenAI `message` with `tool_calls`; fall back to the text protocols when it has none.
 
     `strict` reads OpenAI's function-calling protocol as bfcl-eval's FC handlers do: only `tool_calls` are
@@ -101,7 +103,7 @@ def parse_constrained(text: str) -> ParsedReply:
 
 
 def constrained_response_format(
-    tools: Sequence[dict[str, Any]], max_string_length: int = MAX_CONSTRAINED_STRING
+    tools: Sequence[OpenAITool], max_string_length: int = MAX_CONSTRAINED_STRING
 ) -> dict[str, Any]:
     """An OpenAI `response_format` that only admits a call of one of `tools` (OpenAI function specs).
 

@@ -21,12 +21,13 @@ from typing import Any, Protocol
 
 from engine.chat_template import CHATML_WITH_TOOLS
 from engine.local_models import DEFAULT_MODEL
+from engine.messages import Message, OpenAITool
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # transformers warns at import that torch is absent
 
 
 _HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
-_DUMMY = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
+_DUMMY: list[Message] = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
 
 
 # What llama.cpp counts as end of generation besides the model's EOS (its vocabulary loader, llama-vocab.cpp):
@@ -86,7 +87,7 @@ class TokenTemplate:
             raise ValueError("the chat template does not render an assistant message as prompt + content + closing")
         self.closing = after[len(content) :]
 
-    def _ids(self, messages: list[dict[str, Any]], add_generation_prompt: bool, **kwargs: Any) -> list[int]:
+    def _ids(self, messages: list[Message], add_generation_prompt: bool, **kwargs: Any) -> list[int]:
         rendered = self.tokenizer.apply_chat_template(
             messages, tokenize=True, add_generation_prompt=add_generation_prompt, return_dict=False, **kwargs
         )
@@ -95,11 +96,11 @@ class TokenTemplate:
     def _ids_of_text(self, text: str) -> list[int]:
         return [int(token) for token in self.tokenizer.encode(text, add_special_tokens=False)]
 
-    def opening(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+    def opening(self, messages: list[Message], tools: list[OpenAITool]) -> list[int]:
         """The first prompt: system, tools and task, ending with the generation prompt."""
         return self._ids(messages, add_generation_prompt=True, tools=tools)
 
-    def continuation(self, sampled: list[int], truncated: bool, messages: list[dict[str, Any]]) -> list[int]:
+    def continuation(self, sampled: list[int], truncated: bool, messages: list[Message]) -> list[int]:
         """Ids to append after a sampled turn: the rest of its closing, `messages`, the next generation prompt."""
         closing = self.closing
         if not truncated:
@@ -119,7 +120,7 @@ class TokenTemplate:
         ids = sampled[:-1] if sampled and sampled[-1] in self.stop_ids else sampled
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
-    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+    def render(self, messages: list[Message], tools: list[OpenAITool]) -> list[int]:
         """The whole conversation rendered at once: only to compare with the ids the engine held."""
         waiting_for_model = bool(messages) and messages[-1]["role"] != "assistant"
         return self._ids(messages, add_generation_prompt=waiting_for_model, tools=tools)

@@ -69,7 +69,7 @@ def test_options_shared_by_commands_share_their_defaults() -> None:
         (["toolworld", "serve", "banking", "--port", "99999"], "--port': Input should be less than or equal to 65535"),
         (["mock-server", "--port", "70000"], "--port': Input should be less than or equal to 65535"),
         (["toolworld", "serve", "banking", "--transport", "stdio"], "--transport chooses how MCP is served: add --mcp"),
-        (["design", "--out", "x", "--invalid-penalty", "3"], "--invalid-penalty': Input should be less than or equal"),
+        (["design", "--out", "x", "--set", "designer.invalid_penalty=3"], "invalid_penalty: Input should be less"),
         (["train", "--preset", "", "--out", "x"], "Invalid value for --preset: no preset ''; choose one of: cpu-tiny"),
     ],
 )

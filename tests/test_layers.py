@@ -67,7 +67,7 @@ NEVER = [
         ("toolworlds.",),
         ("toolworlds.core", "toolworlds.tool", "toolworlds.scoring", "toolworlds.records", "toolworlds.examples"),
     ),
-    ("trainers.designer", ("trainers.selfplay", "trainers.grpo", "trainers.train_cli", "trainers.config"), ()),
+    ("trainers.designer", ("trainers.selfplay", "trainers.grpo", "trainers.train_cli"), ()),
     ("benchmarks.bfcl", ("trainers",), ()),
     ("benchmarks.acebench", ("trainers",), ()),
     (

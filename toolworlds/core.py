@@ -31,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
 
 from toolworlds.scoring import Scorecard
-from toolworlds.tool import ArgumentProblem, ToolSpec, build_spec, is_tool, listing
+from toolworlds.tool import ArgumentProblem, OpenAITool, ToolSpec, build_spec, is_tool, listing
 
 
 class Brief(BaseModel):
@@ -192,7 +192,7 @@ class ToolWorld(ABC, Generic[StateT]):
         return list(cls.tool_specs.values())
 
     @classmethod
-    def openai_tools(cls) -> list[dict[str, Any]]:
+    def openai_tools(cls) -> list[OpenAITool]:
         return [spec.openai_function() for spec in cls.tools()]
 
     def reset(self, seed: int) -> Task:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall, ToolWorld
 from toolworlds.scoring import Scorecard
-from toolworlds.tool import ArgumentProblem
+from toolworlds.tool import ArgumentProblem, OpenAITool
 
 
 class Grade(BaseModel):
@@ -69,7 +69,7 @@ class Tool(Protocol):
     def input_schema_with_refs(self, ref_template: str) -> dict[str, Any]: ...
     def output_schema_with_refs(self, ref_template: str) -> dict[str, Any]: ...
     def validate(self, arguments: object) -> tuple[Any, list[ArgumentProblem]]: ...
-    def openai_function(self) -> dict[str, Any]: ...
+    def openai_function(self) -> OpenAITool: ...
 
 
 class Described(Protocol):
@@ -79,7 +79,7 @@ class Described(Protocol):
     description: str
 
     def tools(self) -> list[Any]: ...  # `Tool`s (a class attribute's variance keeps this `Any`)
-    def openai_tools(self) -> list[dict[str, Any]]: ...
+    def openai_tools(self) -> list[OpenAITool]: ...
 
 
 class World(Described, Protocol):
@@ -133,7 +133,7 @@ class LocalWorld:
     def tools(self) -> list[Any]:
         return list(self.world_class.tools())
 
-    def openai_tools(self) -> list[dict[str, Any]]:
+    def openai_tools(self) -> list[OpenAITool]:
         return self._openai
 
     async def open(self) -> Episode:
@@ -151,7 +151,7 @@ class Paced:
     def tools(self) -> list[Any]:
         return self.world.tools()
 
-    def openai_tools(self) -> list[dict[str, Any]]:
+    def openai_tools(self) -> list[OpenAITool]:
         return self.world.openai_tools()
 
     async def open(self) -> Episode:

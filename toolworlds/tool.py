@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import docstring_parser
 import jsonschema_rs
@@ -21,6 +21,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 from jsonschema.exceptions import best_match
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema
+from typing_extensions import TypedDict  # the one pydantic can read before Python 3.12
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -81,7 +82,7 @@ class ToolSpec:
     def output_schema_with_refs(self, ref_template: str) -> dict[str, Any]:
         return self.returns.json_schema(ref_template=ref_template, schema_generator=QuietSchema)
 
-    def openai_function(self) -> dict[str, Any]:
+    def openai_function(self) -> OpenAITool:
         """The entry for an OpenAI-style `tools` list."""
         return openai_function(self.name, self.description, self.input_schema)
 
@@ -146,7 +147,20 @@ def _not_unicode(value: object, path: str = "") -> str | None:
     return None
 
 
-def openai_function(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
+class OpenAIFunction(TypedDict):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # the tool's input JSON Schema
+
+
+class OpenAITool(TypedDict):
+    """A tool as offered to a model: one entry of OpenAI's `tools` list."""
+
+    type: Literal["function"]
+    function: OpenAIFunction
+
+
+def openai_function(name: str, description: str, parameters: dict[str, Any]) -> OpenAITool:
     """One entry of an OpenAI-style `tools` list: for a `ToolSpec`, and for a sandboxed world's schemas."""
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 

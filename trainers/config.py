@@ -7,20 +7,21 @@ embedded model on 2 cores, minutes per iteration) and `gpu-qwen3-4b` (vLLM endpo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
-from trainers.designer.budget import SPEC_BUDGET
-from trainers.designer.regret import RewardMode, WinRate
-from trainers.designer.stages import PlanRule
+from trainers.designer.budget import SPEC_BUDGET, SpecBudget
+from trainers.designer.regret import RewardMode, RewardSettings, WinRate
+from trainers.designer.stages import PlanRule, SpecStages
 from trainers.designer.task_text import TaskText
-from trainers.designer.vocabulary import VocabularyRule
+from trainers.designer.vocabulary import Vocabulary, VocabularyRule
 from trainers.suite import SuiteName
 
 
@@ -46,6 +47,7 @@ class PolicyConfig(_Section):
         "vLLM's CPU build (`just vllm-install`; the policy's float checkpoint), started and stopped by the run.",
     )
     served_name: str = Field("default", description="The model name sent to the endpoints.")
+    request_timeout: float = Field(120.0, gt=0.0, description="Seconds a model request may take.")
 
     @field_validator("endpoints")
     @classmethod
@@ -101,6 +103,11 @@ class DesignerConfig(_Section):
         description="What the designer writes: a Python world (run in the sandbox) or a JSON toolworld spec, "
         "compiled by trusted code (tokens mode: written in stages, each under a grammar of what came before).",
     )
+    mode: Literal["chat", "tokens"] = Field(
+        "tokens",
+        description="tokens: the designer's sampled ids are kept (what training needs); chat: the server renders "
+        "and parses (`spadework design` against an endpoint whose tokenizer is not at hand).",
+    )
     documents: int = Field(1, ge=1, description="Grounding documents per iteration.")
     generations: int = Field(2, ge=1, description="G: designer replies per document (one GRPO group).")
     max_tokens: int = Field(512, ge=64)
@@ -108,6 +115,7 @@ class DesignerConfig(_Section):
     corpus: str = Field(
         "tables", description="Grounding documents: tables (reference data), python-docs, a file, a folder or hf:NAME."
     )
+    text_field: str = Field("text", description="The text column of a .jsonl/.parquet corpus.")
     document_tokens: int = Field(400, ge=32)
     task_text: TaskText = Field(
         "written",
@@ -143,6 +151,28 @@ class DesignerConfig(_Section):
     win: WinRate = Field("success", description="blend, band: the unaided win rate is plays solved or mean credit.")
     invalid_penalty: float = Field(-1.0, le=0.0, description="Reward of an invalid world: never above a valid one's.")
     smoke_seeds: int = Field(3, ge=1, description="Seeds the contract checks play (at least the seeds the plays use).")
+
+    @property
+    def rewards(self) -> RewardSettings:
+        """How a world is paid under these knobs."""
+        return RewardSettings(mode=self.reward, plateau=self.plateau, plateau_weight=self.plateau_weight, win=self.win,
+                              invalid_penalty=self.invalid_penalty)  # fmt: skip
+
+    @property
+    def staged_rules(self) -> bool:
+        """Whether any rule that holds only a spec written in stages differs from its default."""
+        return (self.task_text, self.tool_text, self.key_choices, self.plans, self.plan_calls, self.vocabulary) != (
+            "written", "written", False, "any", SPEC_BUDGET.plan, "free")  # fmt: skip
+
+    def spec_budget(self) -> SpecBudget:
+        """The caps a staged spec is written under: the published ones, with this run's plan length."""
+        return dataclasses.replace(SPEC_BUDGET, plan=self.plan_calls)
+
+    def spec_stages(self, document: str = "") -> SpecStages:
+        """A fresh stage machine for one staged spec on `document`, under these knobs' rules."""
+        budget = self.spec_budget()
+        vocabulary = Vocabulary.of(document, budget) if self.vocabulary == "document" else None
+        return SpecStages(budget, self.task_text, self.plans, vocabulary, self.tool_text, self.key_choices)
 
 
 class AgentConfig(_Section):
@@ -256,7 +286,7 @@ class TrainConfig(_Section):
     ablations: Ablations = Field(default_factory=Ablations)
 
     @model_validator(mode="after")
-    def _consistent(self) -> TrainConfig:
+    def _consistent(self, info: ValidationInfo) -> TrainConfig:
         low, high = self.designer.plateau
         if not 0.0 <= low <= high <= 1.0:
             raise ValueError(f"designer.plateau must satisfy 0 <= low <= high <= 1, got {self.designer.plateau}")
@@ -271,20 +301,6 @@ class TrainConfig(_Section):
         if self.update.sharding != "none" and self.policy.lora_rank:
             raise ValueError("update.sharding=fsdp2 trains all weights (a sharded LoRA policy is not supported "
                              "yet): set policy.lora_rank=0 or update.sharding=none")  # fmt: skip
-        if self.trains_designer and self.designer.temperature != self.agent.temperature:
-            raise ValueError(
-                f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "
-                f"({self.agent.temperature}): the trainer scores every row at one temperature"
-            )
-        if (
-            self.policy.on_embedded_llama_cpp
-            and self.update.importance_sampling != "off"
-            and self.agent.temperature != 1.0
-        ):
-            raise ValueError(
-                f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
-                "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
-            )
         for knob, what in (("task_text", "words a spec's task from its plan"), ("tool_text", "names a spec's tools")):
             if getattr(self.designer, knob) == "derived" and self.designer.format != "spec":
                 raise ValueError(f"designer.{knob}=derived {what}: set designer.format=spec")
@@ -301,8 +317,34 @@ class TrainConfig(_Section):
                 "designer.vocabulary=document rules what a spec's stages may write: set designer.format=spec, "
                 "or designer.vocabulary=free"
             )
+        if self.designer.staged_rules and self.designer.mode != "tokens":
+            raise ValueError("designer.task_text, tool_text, key_choices, plans, plan_calls and vocabulary rule a spec "
+                             "written in stages, token by token: set designer.mode=tokens")  # fmt: skip
         if self.agent.call_schema and self.agent.mode != "tokens":
             raise ValueError("agent.call_schema constrains tokens-mode sampling: set agent.mode=tokens")
+        if info.context is None or info.context.get("training", True):
+            self._trainable()
+        return self
+
+    def _trainable(self) -> None:
+        """What only a run that trains needs (`spadework design` plays and pays without updating anything)."""
+        if self.trains_designer and self.designer.mode != "tokens":
+            raise ValueError("designer.mode=chat: the designer's rows need the token ids the server sampled, which "
+                             "only tokens mode keeps: set designer.mode=tokens")  # fmt: skip
+        if self.trains_designer and self.designer.temperature != self.agent.temperature:
+            raise ValueError(
+                f"designer.temperature ({self.designer.temperature}) must equal agent.temperature "
+                f"({self.agent.temperature}): the trainer scores every row at one temperature"
+            )
+        if (
+            self.policy.on_embedded_llama_cpp
+            and self.update.importance_sampling != "off"
+            and self.agent.temperature != 1.0
+        ):
+            raise ValueError(
+                f"agent.temperature={self.agent.temperature}: the embedded server reports each token's probability "
+                "at temperature 1, so importance weights need agent.temperature=1.0 (or update.importance_sampling=off)"
+            )
         if self.agent.mode != "tokens":
             # chat and constrained requests send messages: the server renders them, its reply is parsed back, and
             # the next turn is rendered again, so no row holds the ids that were sampled (drift); a JSON-schema
@@ -327,7 +369,6 @@ class TrainConfig(_Section):
                 f"the {'un' if reported == 'full' else ''}restricted one under a grammar: with agent.call_schema and "
                 f"update.grammar_logprobs={self.update.grammar_logprobs}, set update.importance_sampling=off"
             )
-        return self
 
     @property
     def trains_designer(self) -> bool:
@@ -424,12 +465,13 @@ class ConfigError(ValueError):
     """A configuration that cannot run; the message is one line naming the knob."""
 
 
-def load_config(preset: str = "cpu-tiny", overrides: list[str] | None = None) -> TrainConfig:
-    """A preset with `section.knob=value` overrides applied (values parse as JSON, else as text)."""
+def load_config(preset: str = "cpu-tiny", overrides: list[str] | None = None, *, training: bool = True) -> TrainConfig:
+    """A preset with `section.knob=value` overrides applied (values parse as JSON, else as text); `training`
+    False skips the checks only an update needs (token-exact rows, one temperature), for `spadework design`."""
     if preset not in PRESETS:
         raise ConfigError(f"no preset {preset!r}; choose one of: {', '.join(PRESETS)}")
     tree: dict[str, Any] = json.loads(json.dumps(PRESETS[preset]))
-    return _configured({**tree, "preset": preset}, overrides or [])
+    return _configured({**tree, "preset": preset}, overrides or [], training)
 
 
 def resumed_config(path: Path, overrides: list[str] | None = None) -> TrainConfig:
@@ -448,7 +490,7 @@ def resumed_config(path: Path, overrides: list[str] | None = None) -> TrainConfi
     return _configured(saved, overrides or [])
 
 
-def _configured(tree: dict[str, Any], overrides: list[str]) -> TrainConfig:
+def _configured(tree: dict[str, Any], overrides: list[str], training: bool = True) -> TrainConfig:
     for override in overrides:
         path, separator, raw = override.partition("=")
         keys = path.strip().split(".")
@@ -462,7 +504,7 @@ def _configured(tree: dict[str, Any], overrides: list[str]) -> TrainConfig:
             raise ConfigError(f"override {override!r}: {section} has no knob {knob!r}; knobs: {', '.join(known)}")
         tree.setdefault(section, {})[knob] = _value(raw.strip())
     try:
-        return TrainConfig.model_validate(tree)
+        return TrainConfig.model_validate(tree, context={"training": training})
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "config"

@@ -20,8 +20,9 @@ grammar as llama.cpp does, special tokens as their text, except that only the EO
 positions of tokens-mode replies: identical; under llama.cpp's rules 175 positions differed, and the trainer's
 logprobs were up to 0.02 from vLLM's).
 
-`restrict_to_grammar` makes a `GRPOTrainer` subtract log Z, computed from the same forward pass, at every
-such token; tokens whose admitted set is the whole vocabulary are left as they are (Z is 1).
+`restricted_logps` (spadework's `GRPOTrainer`, trainers/trl_trainer.py, scores rows with it) subtracts
+log Z, computed from the same forward pass, at every such token; tokens whose admitted set is the whole
+vocabulary are left as they are (Z is 1).
 """
 
 from __future__ import annotations
@@ -295,74 +296,66 @@ class GrammarRestrictions:
         return self._rows.get((tuple(prompt_ids), tuple(completion_ids)))
 
 
-def restrict_to_grammar(trainer: Any, restrictions: GrammarRestrictions) -> None:
-    """Make `trainer` (a TRL `GRPOTrainer`) score each restricted token as log p(t) - log Z.
+def restricted_logps(restrictions: GrammarRestrictions, trainer: Any, forward: Any, model: Any, input_ids: Any,
+                     attention_mask: Any, logits_to_keep: int, *args: Any, **kwargs: Any) -> Any:  # fmt: skip
+    """TRL's per-token log-probabilities (`forward`, a `GRPOTrainer`'s own) with each restricted token scored as
+    log p(t) - log Z.
 
-    TRL's per-token log-probabilities come from its fused LM head (log p over the whole vocabulary); the
-    final hidden states of the same forward pass are caught on the way and projected once more at the
-    restricted positions only, for log Z = logsumexp over the admitted logits minus logsumexp over all.
-    Gradients flow through both. The projection runs inside the forward (in the hook), where a sharded
-    policy's head is gathered: after it, under FSDP2, the head is a shard again, and projecting with it would
-    start a collective on this process alone. Relies on TRL 1.16's `_get_per_token_logps_and_entropies` (pinned).
-    """
+    `forward` computes them with its fused LM head (log p over the whole vocabulary); the final hidden states
+    of the same forward pass are caught on the way and projected once more at the restricted positions only,
+    for log Z = logsumexp over the admitted logits minus logsumexp over all. Gradients flow through both. The
+    projection runs inside the forward (in the hook), where a sharded policy's head is gathered: after it,
+    under FSDP2, the head is a shard again, and projecting with it would start a collective on this process
+    alone."""
     import torch
 
-    if not hasattr(trainer, "_get_per_token_logps_and_entropies"):
-        raise RuntimeError("this TRL has no GRPOTrainer._get_per_token_logps_and_entropies: the hook needs TRL 1.16")
-    original = trainer._get_per_token_logps_and_entropies
+    prompt_length = input_ids.size(1) - logits_to_keep
+    found = []
+    for row in range(input_ids.size(0)):
+        kept = attention_mask[row].bool()
+        prompt = input_ids[row, :prompt_length][kept[:prompt_length]].tolist()
+        completion = input_ids[row, prompt_length:][kept[prompt_length:]].tolist()
+        found.append(restrictions.find(prompt, completion))
+    if not any(r is not None and len(r.positions) for r in found):
+        return forward(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+    causal_lm = causal_lm_of(trainer.accelerator.unwrap_model(model))
+    head = causal_lm.get_output_embeddings()
     temperature = float(trainer.temperature)
+    masses: list[tuple[int, Any, Any]] = []  # row, positions, log Z there
+    rows_seen = [0]  # TRL may run the rows in several forward passes
 
-    def restricted(model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, *args: Any,
-                   **kwargs: Any) -> Any:  # fmt: skip
-        prompt_length = input_ids.size(1) - logits_to_keep
-        found = []
-        for row in range(input_ids.size(0)):
-            kept = attention_mask[row].bool()
-            prompt = input_ids[row, :prompt_length][kept[:prompt_length]].tolist()
-            completion = input_ids[row, prompt_length:][kept[prompt_length:]].tolist()
-            found.append(restrictions.find(prompt, completion))
-        if not any(r is not None and len(r.positions) for r in found):
-            return original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
-        causal_lm = _causal_lm(trainer.accelerator.unwrap_model(model))
-        head = causal_lm.get_output_embeddings()
-        masses: list[tuple[int, Any, Any]] = []  # row, positions, log Z there
-        rows_seen = [0]  # TRL may run the rows in several forward passes
+    def project(module: Any, inputs: Any, output: Any) -> None:
+        hidden = output.last_hidden_state
+        for local in range(hidden.size(0)):
+            restriction = found[rows_seen[0] + local]
+            if restriction is None or not len(restriction.positions):
+                continue
+            # Completion position j is predicted by the hidden state before it; the completion starts after
+            # the (left-padded) prompt.
+            positions = torch.from_numpy(restriction.positions)
+            logits = head(hidden[local, prompt_length + positions - 1]).float() / temperature
+            admitted = restriction.admitted(logits.size(-1)).to(logits.device)
+            mass = logits.masked_fill(~admitted, float("-inf")).logsumexp(-1) - logits.logsumexp(-1)
+            masses.append((rows_seen[0] + local, positions, mass))
+        rows_seen[0] += hidden.size(0)
 
-        def project(module: Any, inputs: Any, output: Any) -> None:
-            hidden = output.last_hidden_state
-            for local in range(hidden.size(0)):
-                restriction = found[rows_seen[0] + local]
-                if restriction is None or not len(restriction.positions):
-                    continue
-                # Completion position j is predicted by the hidden state before it; the completion starts after
-                # the (left-padded) prompt.
-                positions = torch.from_numpy(restriction.positions)
-                logits = head(hidden[local, prompt_length + positions - 1]).float() / temperature
-                admitted = restriction.admitted(logits.size(-1)).to(logits.device)
-                mass = logits.masked_fill(~admitted, float("-inf")).logsumexp(-1) - logits.logsumexp(-1)
-                masses.append((rows_seen[0] + local, positions, mass))
-            rows_seen[0] += hidden.size(0)
-
-        hook = causal_lm.base_model.register_forward_hook(project)
-        try:
-            logps, *rest = original(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
-        finally:
-            hook.remove()
-        log_z = torch.zeros_like(logps)
-        for row, positions, mass in masses:
-            log_z = log_z.index_put((torch.full_like(positions, row), positions), mass.to(logps.dtype))
-        return (logps - log_z, *rest)
-
-    _check_plain_head(_causal_lm(trainer.model))
-    trainer._get_per_token_logps_and_entropies = restricted
+    hook = causal_lm.base_model.register_forward_hook(project)
+    try:
+        logps, *rest = forward(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+    finally:
+        hook.remove()
+    log_z = torch.zeros_like(logps)
+    for row, positions, mass in masses:
+        log_z = log_z.index_put((torch.full_like(positions, row), positions), mass.to(logps.dtype))
+    return (logps - log_z, *rest)
 
 
-def _causal_lm(model: Any) -> Any:
+def causal_lm_of(model: Any) -> Any:
     """The transformers causal LM inside a PEFT wrapper, if any."""
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
 
-def _check_plain_head(causal_lm: Any) -> None:
+def check_plain_head(causal_lm: Any) -> None:
     """log Z is computed as lm_head(h) / T: models whose head scales or caps logits would need more."""
     config = causal_lm.config.get_text_config()
     for name in ("final_logit_softcapping", "logit_scale", "output_multiplier", "lm_head_multiplier", "logits_scaling"):

@@ -8,8 +8,9 @@ so TRL's group-mean subtraction leaves them unchanged.
 
 The rows were sampled by a serving engine (llama.cpp on a quantized export, or vLLM), not by the float
 model being trained, so the two disagree on every token's probability. TRL corrects for that only on its
-vLLM path; `grpo_trainer` switches that path on for the engine's rows (`importance_sampling`), so the loss
-is weighted by the truncated ratio between the trainer's and the sampler's probabilities.
+vLLM path; spadework's `GRPOTrainer` (trainers/trl_trainer.py) switches that path on for the engine's rows
+(`importance_sampling`), so the loss is weighted by the truncated ratio between the trainer's and the
+sampler's probabilities.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from trainers.callbacks import Callback
 from trainers.config import GrammarSampler, ImportanceSampling, TrainConfig, UpdateConfig
-from trainers.constrained import GrammarRestrictions, restrict_to_grammar
+from trainers.constrained import GrammarRestrictions
 from trainers.rows import PADDING_GROUP, TrainingRow, padding_row, rollout_batch
 from trainers.sharding import FSDP_CONFIG, GatherForPush, policy_for_push, shard_on_cpu
 from trainers.weight_sync import WeightSync
@@ -265,7 +266,8 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
     a `Learner` asks (at most the two newest are kept)."""
     from datasets import Dataset
     from trl.trainer.grpo_config import GRPOConfig
-    from trl.trainer.grpo_trainer import GRPOTrainer
+
+    from trainers.trl_trainer import SpadeworkGRPOTrainer
 
     args = GRPOConfig(
         output_dir=str(out),
@@ -299,7 +301,9 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
     )
     # TRL samples prompts from a dataset; each prompt only asks the feed for one row.
     prompts = Dataset.from_dict({"prompt": ["(rows come from the engine)"] * settings.batch_rows})
-    trainer = GRPOTrainer(
+    if settings.knobs.grammar_logprobs == "restricted":
+        feed.restrictions = GrammarRestrictions(tokenizer, settings.grammar_sampler)
+    trainer = SpadeworkGRPOTrainer(
         model=model,
         reward_funcs=[advantage_reward],
         args=args,
@@ -307,6 +311,8 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
         processing_class=tokenizer,
         rollout_func=feed,
         callbacks=[SaveWhenAsked(settings.knobs.steps_per_batch), RateFromSchedule()],
+        restrictions=feed.restrictions,
+        correct_for_sampler=settings.knobs.importance_sampling != "off",
     )
     if settings.knobs.sharding == "fsdp2":
         if not _has_accelerator():
@@ -317,80 +323,7 @@ def grpo_trainer(model: Any, tokenizer: Any, feed: RowFeed, settings: UpdateSett
             "accelerate's config shards the policy (FSDP), so the weight sync would read shards: "
             "set update.sharding=fsdp2 (spadework then gathers the whole weights for each push)"
         )
-    train_without_padding(trainer)
-    if settings.knobs.importance_sampling != "off":
-        _correct_for_the_sampler(trainer)
-    if settings.knobs.grammar_logprobs == "restricted":
-        feed.restrictions = GrammarRestrictions(tokenizer, settings.grammar_sampler)
-        restrict_to_grammar(trainer, feed.restrictions)
     return trainer
-
-
-_PROMPT_KEYS = ("prompt_ids", "prompt_mask")
-
-
-def train_without_padding(trainer: Any) -> None:
-    """Make each forward/backward pass of `trainer` (a TRL `GRPOTrainer`) read only its own rows' tokens.
-
-    TRL pads a whole batch to its longest prompt (on the left) and longest completion (on the right), then
-    cuts it into passes of `rows_per_pass` rows that keep that width: one designer row (a 1,000-token prompt
-    and 768 sampled tokens) made every short agent row and every padding row of its update cost as much as
-    itself, and an update with a designer group took 102 s for 2,658 real tokens. A column that is padding in
-    every row of a pass is masked out of attention and out of the loss, so it is cut: the loss and its
-    gradient are the same, and the rows' positions start at 0, as they did in the sampler. Relies on TRL 1.16's
-    `_prepare_inputs` handing `training_step` one pass's batch (pinned; checked here)."""
-    if not hasattr(trainer, "_prepare_inputs"):
-        raise RuntimeError("this TRL has no GRPOTrainer._prepare_inputs: the padding cut needs TRL 1.16")
-    original = trainer._prepare_inputs
-
-    def trimmed(generation_batch: Any) -> Any:
-        inputs = original(generation_batch)
-        return without_padding_columns(inputs) if trainer.model.training else inputs
-
-    trainer._prepare_inputs = trimmed
-
-
-def without_padding_columns(inputs: dict[str, Any]) -> dict[str, Any]:
-    """One pass's batch without the prompt columns no row uses (left) and the completion columns after every
-    row's end (right); every per-completion-token tensor is cut like the completion."""
-    import torch
-
-    prompt_used = inputs["prompt_mask"].bool().any(dim=0)
-    completion_used = inputs["completion_mask"].bool().any(dim=0)
-    width = inputs["completion_ids"].size(1)
-    first = int(prompt_used.nonzero()[0]) if prompt_used.any() else prompt_used.numel()
-    end = int(completion_used.nonzero()[-1]) + 1 if completion_used.any() else 1  # a pass keeps one column
-    if first == 0 and end == width:
-        return inputs
-    cut = dict(inputs)
-    for key in _PROMPT_KEYS:
-        cut[key] = inputs[key][:, first:]
-    for key, value in inputs.items():
-        if key not in _PROMPT_KEYS and isinstance(value, torch.Tensor) and value.dim() >= 2 and value.size(1) == width:
-            cut[key] = value[:, :end]
-    return cut
-
-
-class _WeightsPushedElsewhere:
-    """Stands in for TRL's vLLM client: the `Learner` pushes weights itself after each update."""
-
-    def sync_weights(self) -> None:
-        return None
-
-
-def _correct_for_the_sampler(trainer: Any) -> None:
-    """Turn on TRL's importance-sampling correction for rows a serving engine sampled.
-
-    TRL applies it only when it believes it generated with vLLM; on the `rollout_func` path that belief
-    costs just one `vllm_generation.sync_weights()` call per step. Relies on TRL 1.16 internals (pinned);
-    the check below fails loudly if they move.
-    """
-    for attribute in ("use_vllm", "vllm_importance_sampling_correction"):
-        if not hasattr(trainer, attribute):
-            raise RuntimeError(f"this TRL has no GRPOTrainer.{attribute}: the importance-sampling hook needs TRL 1.16")
-    trainer.use_vllm = True
-    trainer.vllm_generation = _WeightsPushedElsewhere()
-    trainer._last_loaded_step = -1
 
 
 def _is_mode(mode: ImportanceSampling) -> str:

@@ -30,6 +30,7 @@ from engine.trajectory import EpisodeKey
 from toolworlds.core import Finish, StepResult, ToolCall, ToolWorld, error_observation
 from toolworlds.episode import Episode, EpisodeWrapper, LocalWorld, World
 from toolworlds.registry import builtin_worlds, load_world
+from toolworlds.tool import OpenAITool
 
 HELD_OUT_FIRST_SEED = 10_000_000  # training draws seeds below this; evaluation only at and above it
 SuiteName = Literal["reference", "reference-lite"]
@@ -121,7 +122,7 @@ def _shown_tools(suite: Suite, world: str) -> tuple[str, ...]:
     return tuple(name for name in every if name in called)
 
 
-def compact_tool(entry: dict[str, Any]) -> dict[str, Any]:
+def compact_tool(entry: OpenAITool) -> OpenAITool:
     """An OpenAI function spec cut to what a small model needs: name, the description's first sentence,
     and each parameter's type (and enum); nested descriptions and bounds are dropped."""
     function = entry["function"]
@@ -162,7 +163,7 @@ class Focused:
     def tools(self) -> list[Any]:
         return list(self._tools)
 
-    def openai_tools(self) -> list[dict[str, Any]]:
+    def openai_tools(self) -> list[OpenAITool]:
         return self._openai
 
     async def open(self) -> Episode:

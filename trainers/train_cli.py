@@ -21,10 +21,10 @@ from rich.table import Table
 from engine.child_server import ServerStartError
 from engine.cli import exit_for_infrastructure
 from engine.endpoints import EndpointPool
-from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
-from engine.local_models import DEFAULT_MODEL, ModelNotFoundError, resolve_gguf
+from engine.llama_server import EXACT_SAMPLING, EmbeddedServer
+from engine.local_models import ModelNotFoundError
 from engine.rollout import InfrastructureFailure
-from engine.settings import Completions, EpisodeSettings
+from engine.settings import Completions
 from toolworlds.sandbox import SandboxPool
 from trainers.checkpoint import LoraSettings, load_policy
 from trainers.compare import (
@@ -39,16 +39,15 @@ from trainers.compare import (
 )
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, open_source
-from trainers.designer.generate import design_constraint
-from trainers.designer.loop import DesignRun, DesignSettings
+from trainers.designer.loop import DesignRun
 from trainers.designer.memory import WorldMemory
-from trainers.designer.regret import RewardSettings
 from trainers.distributed import BroadcastRowFeed, Ranks
 from trainers.documents import CorpusError
 from trainers.equal_compute import ComputeTargetError
 from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
 from trainers.memory import PeakMemory
 from trainers.report import ReportError, read_run, summary, write_report
+from trainers.run_settings import agent_settings, design_settings, embedded_server, policy_source
 from trainers.run_state import (
     STATE_DIR,
     STATE_FILE,
@@ -119,11 +118,11 @@ def train(
             require_cuda_for_nccl()
         except WeightSyncError as error:
             raise typer.BadParameter(str(error), param_hint="--set policy.weight_sync") from None
-    served = _embedded_server(config, source)
+    served = embedded_server(config, source)
     tokenizer = config.policy.tokenizer or str(source)
     try:
         documents = "none" if config.ablations.no_corpus else config.designer.corpus
-        corpus = Corpus(open_source(documents), max_tokens=config.designer.document_tokens)
+        corpus = Corpus(open_source(documents, config.designer.text_field), max_tokens=config.designer.document_tokens)
     except CorpusError as error:
         raise typer.BadParameter(str(error), param_hint="--set designer.corpus") from None
     out.mkdir(parents=True, exist_ok=True)
@@ -204,29 +203,6 @@ def _started_vllm(stack: ExitStack, config: TrainConfig, source: Path | str) -> 
         raise typer.BadParameter(str(error), param_hint="--set policy.server") from None
 
 
-def _embedded_server(config: TrainConfig, source: Path | str) -> ServerSettings | None:
-    """How llama.cpp serves the policy here, or None when `policy.endpoints` or vLLM serve it."""
-    if not config.policy.on_embedded_llama_cpp:
-        return None
-    if not isinstance(source, Path) or source.suffix != ".gguf":
-        raise typer.BadParameter(
-            f"the embedded server runs GGUF files, not {config.policy.model!r}: serve it with vLLM and give --endpoint",
-            param_hint="--set policy.model",
-        )
-    return ServerSettings(model=source, parallel=config.policy.parallel)
-
-
-def policy_source(config: TrainConfig) -> Path | str:
-    """The policy's weights: a GGUF (the embedded default), a checkpoint directory, or a hub id."""
-    model = config.policy.model
-    if model == DEFAULT_MODEL or model.endswith(".gguf"):
-        try:
-            return resolve_gguf(model)
-        except ModelNotFoundError as error:
-            raise typer.BadParameter(str(error), param_hint="--set policy.model") from None
-    return Path(model) if Path(model).is_dir() else model
-
-
 async def _run(
     config: TrainConfig,
     out: Path,
@@ -282,63 +258,6 @@ async def _run(
             await loop.run(state)
     finally:
         learner.close()
-
-
-def agent_settings(config: TrainConfig, model: str, tokenizer: str, sampling: dict[str, object],
-                   completions: Completions = "openai", context: int | None = None) -> EpisodeSettings:  # fmt: skip
-    """How the agent plays in this run (training plays and held-out evaluations alike); `context`: the tokens
-    a server slot holds, which no episode may outgrow."""
-    knobs = config.agent
-    return EpisodeSettings(mode=knobs.mode, model=model, max_turns=knobs.max_turns,
-                           max_tokens_per_turn=knobs.max_tokens_per_turn, max_episode_tokens=context,
-                           call_schema=knobs.call_schema, temperature=knobs.temperature, tokenizer=tokenizer,
-                           extra_body=sampling, completions=completions)  # fmt: skip
-
-
-def reward_settings(config: TrainConfig) -> RewardSettings:
-    """How this run pays its designer for a world."""
-    knobs = config.designer
-    return RewardSettings(
-        mode=knobs.reward,
-        plateau=knobs.plateau,
-        plateau_weight=knobs.plateau_weight,
-        win=knobs.win,
-        invalid_penalty=knobs.invalid_penalty,
-    )
-
-
-def design_settings(config: TrainConfig, agent: EpisodeSettings, model: str, tokenizer: str,
-                    sampling: dict[str, object], completions: Completions,
-                    parallel: int | None) -> DesignSettings:  # fmt: skip
-    """How this run's designer writes worlds and how its worlds are played and paid; `parallel`: the embedded
-    server's slots (None when vLLM endpoints serve the policy)."""
-    grammar, constraint = design_constraint(config.designer.format, tokens=bool(tokenizer))
-    designer = EpisodeSettings(mode="tokens" if tokenizer else "chat", model=model, max_turns=1,
-                               max_tokens_per_turn=config.designer.max_tokens, extra_body={**sampling, **constraint},
-                               grammar=grammar, completions=completions,
-                               temperature=config.designer.temperature, tokenizer=tokenizer)  # fmt: skip
-    return DesignSettings(
-        documents=config.designer.documents,
-        generations=config.designer.generations,
-        plays=config.agent.plays,
-        smoke_seeds=config.designer.smoke_seeds,
-        designer=designer,
-        agent=agent,
-        reward=reward_settings(config),
-        memory_examples=0 if config.ablations.no_memory else 1,
-        format=config.designer.format,
-        task_text=config.designer.task_text,
-        tool_text=config.designer.tool_text,
-        key_choices=config.designer.key_choices,
-        plans=config.designer.plans,
-        plan_calls=config.designer.plan_calls,
-        vocabulary=config.designer.vocabulary,
-        max_failed_share=config.run.max_failed_share,
-        # On the embedded server, one live episode per slot: llama.cpp gives a request the slot whose cache
-        # shares the longest prefix with it, so each episode finds its own history there and a turn reads only
-        # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).
-        concurrency=parallel if parallel is not None else DesignSettings.concurrency,
-    )
 
 
 def _follow(config: TrainConfig, out: Path, source: Path | str, update: UpdateSettings, ranks: Ranks,

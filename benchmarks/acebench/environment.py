@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from benchmarks import schemas
 from benchmarks.acebench.checker import check_end_state, process_accuracy
@@ -38,6 +38,8 @@ from benchmarks.acebench.prompts import (
 )
 from benchmarks.acebench.simulator import UserSimulator
 from engine.conversation import Conversation, UserTurn
+from engine.messages import Message as ChatMessage
+from engine.messages import OpenAITool
 from engine.settings import Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
 from toolworlds.episode import Grade
@@ -57,7 +59,7 @@ class AceConversation(Conversation):
         self.max_messages = max_messages  # the benchmark's is 40; fewer makes a run cheaper and not comparable
         self.name = WORLD
         self.reads_replies = protocol == "prompt"
-        self.tools: list[dict[str, Any]] = []
+        self.tools: list[OpenAITool] = []
         self.dialogue: list[Message] = []  # the reference's message history; [0] opens it
         self.executed: list[str] = []  # agent messages that went to execution, verbatim (process accuracy)
         self._task: AceTask | None = None
@@ -90,7 +92,7 @@ class AceConversation(Conversation):
         self.dialogue.append(Message("user", "agent", opening))
         return Task(instruction=opening, hint="", world=self.name, seed=seed, max_steps=self.max_messages)
 
-    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
+    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[ChatMessage]:
         if self.protocol == "prompt":
             return self._prompt()
         return [
@@ -100,10 +102,10 @@ class AceConversation(Conversation):
             {"role": "user", "content": task.instruction},
         ]
 
-    def prompt(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def prompt(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         return self._prompt() if self.protocol == "prompt" else messages
 
-    def _prompt(self) -> list[dict[str, Any]]:
+    def _prompt(self) -> list[ChatMessage]:
         """The reference agent's request: its system prompt, then the API list and the history as one message."""
         task = self.task
         history = render_history(task.kind, self.dialogue)

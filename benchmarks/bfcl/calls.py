@@ -15,13 +15,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchmarks.bfcl.data import bfcl_modules
+from toolworlds.tool import OpenAITool
 
 
 class CallRefused(ValueError):
     """A call that cannot be written as safe source; the message says which name or argument is wrong."""
 
 
-def openai_tools(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def openai_tools(docs: Iterable[dict[str, Any]]) -> list[OpenAITool]:
     """BFCL function docs as OpenAI tool specs, converted by bfcl-eval itself as its `OpenAICompletionsHandler`
     converts them (which keeps each doc's `response` schema, as it is, beside its parameters)."""
     bfcl_modules()
@@ -29,7 +30,7 @@ def openai_tools(docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
     from bfcl_eval.model_handler.utils import convert_to_tool
 
-    tools: list[dict[str, Any]] = convert_to_tool(list(docs), GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+    tools: list[OpenAITool] = convert_to_tool(list(docs), GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
     return tools
 
 

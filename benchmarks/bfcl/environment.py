@@ -30,6 +30,7 @@ from benchmarks.bfcl.data import Entry, bfcl_modules
 from benchmarks.bfcl.episode import MAX_STEPS, REVEAL_MESSAGE, BFCLBackends, Outcome
 from benchmarks.bfcl.prompting import PromptedCall, Undecodable, decode
 from engine.conversation import Conversation, UserTurn
+from engine.messages import Message, OpenAITool, messages_from
 from engine.settings import Calls, Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
 from toolworlds.episode import Grade
@@ -79,7 +80,7 @@ class BFCLConversation(Conversation):
         self.name = WORLD
         self.finish_tool = style == "constrained"
         self.reads_replies = style == "text"  # bfcl-eval's prompting decoder reads the replies, not the engine's
-        self.tools: list[dict[str, Any]] = []
+        self.tools: list[OpenAITool] = []
         self.outcome: Outcome | None = None
         self._scoring = scoring
         self._backends: BFCLBackends | None = None
@@ -104,8 +105,8 @@ class BFCLConversation(Conversation):
         first = entry.turns[0][0]["content"]
         return Task(instruction=first, hint="", world=self.name, seed=seed, max_steps=MAX_STEPS)
 
-    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[dict[str, Any]]:
-        turn = list(self.entry.turns[0])
+    def opening(self, task: Task, hinted: bool, mode: Mode) -> list[Message]:
+        turn = messages_from(self.entry.turns[0], f"BFCL entry {self.entry.id}, turn 0")
         if self.style == "text":
             return [{"role": "system", "content": prompting_system_prompt(self.entry.functions)}, *turn]
         if self.style == "constrained":

@@ -1,9 +1,9 @@
 """The designer on each grounding corpus, task wording, plan rule and vocabulary, same seeds, side by side.
 
-Runs `spadework design` (the embedded model, the CPU preset's designer: specs written in stages, 768 tokens,
-temperature 0.7, paid the band on partial credit; the agent constrained, 4 turns of 64 tokens) once per
-corpus, `--task-text` (written by the model, or derived from the plan by trusted code), `--plans` (which
-plans may end), `--plan-calls` (the most calls a plan has), `--vocabularies` (names and values free, or
+Runs `spadework design --preset cpu-tiny` (the embedded model, the CPU preset's designer: specs written in
+stages, 768 tokens, temperature 0.7, paid the band on partial credit; the agent constrained, 4 turns of 64
+tokens) once per corpus, `--task-text` (written by the model, or derived from the plan by trusted code),
+`--plans` (which plans may end), `--plan-calls` (the most calls a plan has), `--vocabularies` (names and values free, or
 copied from the document), `--tool-texts` (tools named by the model, or by trusted code for what they do)
 and `--keys` (the agent spells a record's key, or picks one its tools list: `--key-choices`) with the same
 seed, then prints one table:
@@ -45,9 +45,10 @@ from trainers.designer.loop import DesignOutcome, read_designs, read_metrics
 from trainers.designer.measures import at_frontier, designer_summary, played
 from trainers.designer.stages import CHANGING_KINDS
 
-DESIGN = ["--designer-format", "spec", "--designer-mode", "tokens", "--designer-tokens", "768", "--temperature",
-          "0.7", "--agent-mode", "constrained", "--agent-turns", "4", "--agent-tokens", "64",
-          "--document-tokens", "400", "--reward", "band", "--win", "credit"]  # fmt: skip
+# The CPU preset's designer (specs in stages, 768 tokens, temperature 0.7, the band on partial credit) with the
+# agent constrained (a JSON-schema reply, 4 turns of 64 tokens) and every seed a play uses checked; each arm's
+# rules are set on top.
+DESIGN = ["agent.mode=constrained", "agent.call_schema=false", "designer.smoke_seeds=8"]
 
 
 def parsed_specs(out: Path, corpus: str, seed: int, documents: int) -> tuple[list[float], float]:
@@ -150,12 +151,13 @@ def main() -> None:
         out = arm_directory(args.out, *arm)
         if len(read_metrics(out)) >= args.iterations if out.exists() else False:
             continue
-        sizes = ["--iterations", args.iterations, "--documents", args.documents, "--generations", args.generations,
-                 "--plays", args.plays, "--seed", args.seed]  # fmt: skip
-        command = [sys.executable, "-m", "spadework", "design", "--out", str(out), "--corpus", corpus, *DESIGN,
-                   "--task-text", text, "--plans", plans, "--plan-calls", str(calls), "--vocabulary", vocabulary,
-                   "--tool-text", tools, *(["--key-choices"] if keys == "listed" else []),
-                   *map(str, sizes)]  # fmt: skip
+        knobs = [*DESIGN, f"run.iterations={args.iterations}", f"designer.documents={args.documents}",
+                 f"designer.generations={args.generations}", f"agent.plays={args.plays}", f"run.seed={args.seed}",
+                 f"designer.corpus={corpus}", f"designer.task_text={text}", f"designer.plans={plans}",
+                 f"designer.plan_calls={calls}", f"designer.vocabulary={vocabulary}", f"designer.tool_text={tools}",
+                 f"designer.key_choices={'true' if keys == 'listed' else 'false'}"]  # fmt: skip
+        command = [sys.executable, "-m", "spadework", "design", "--out", str(out), "--preset", "cpu-tiny",
+                   *(flag for knob in knobs for flag in ("--set", knob))]  # fmt: skip
         print(f"designing on {arm_label(*arm)}: {' '.join(command[1:])}", flush=True)
         subprocess.run(command, check=True)
     summaries = {arm: summary(arm_directory(args.out, *arm), arm[0], args.seed, args.documents) for arm in arms}

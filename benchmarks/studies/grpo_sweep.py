@@ -66,9 +66,9 @@ from engine.trajectory import EpisodeRecord
 from toolworlds.registry import builtin_worlds
 from trainers.config import TrainConfig, load_config
 from trainers.rows import TrainingRow, agent_rows, with_advantages, zero_spread_share
+from trainers.run_settings import agent_settings
 from trainers.stats import bootstrap_difference
 from trainers.suite import SUITES, SuitePlan, check_not_held_out
-from trainers.train_cli import agent_settings
 
 log = structlog.get_logger()
 PRESET = "cpu-tiny"

@@ -45,7 +45,6 @@ from trainers.designer.loop import play_both_ways, read_designs, world_file
 from trainers.designer.regret import Regret, RewardSettings, designer_reward
 from trainers.designer.task_text import derived_hint
 from trainers.stats import bootstrap_mean
-from trainers.train_cli import reward_settings
 
 VERSIONS = ("recorded", "today")
 
@@ -106,8 +105,8 @@ async def replay(run: Path, config: TrainConfig, source: Path, out: Path, iterat
                 world = directory / f"{version}.json"
                 world.parent.mkdir(parents=True, exist_ok=True)
                 world.write_text(json.dumps(spec, indent=2) + "\n")
-                source = LocalWorld(load_world(str(world)))
-                regret = (await play_both_ways(endpoints, settings, play, world, source, directory / version)).regret
+                opened = LocalWorld(load_world(str(world)))
+                regret = (await play_both_ways(endpoints, settings, play, world, opened, directory / version)).regret
                 plain += regret.plain
                 hinted[version] = regret.hinted
             one = Replayed(key, {v: s["task"]["hint"] for v, s in versions.items()}, plain, hinted)
@@ -171,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, typer.BadParameter) as error:  # a CrossError, ConfigError; the model not installed
         print(f"hint_rewording: {error}", file=sys.stderr)
         return 2
-    found = summary(replayed, reward_settings(config))
+    found = summary(replayed, config.designer.rewards)
     table = markdown(found, next(iter(replayed), None))
     (out / "rewording.json").write_text(json.dumps(found, indent=2) + "\n")
     (out / "rewording.md").write_text(table)

@@ -63,9 +63,9 @@ from trainers.designer.loop import (
 from trainers.designer.measures import at_frontier
 from trainers.designer.memory import WorldMemory
 from trainers.designer.regret import designer_reward
+from trainers.run_settings import agent_settings, design_settings, policy_source
 from trainers.run_state import WEIGHTS_DIR
 from trainers.stats import bootstrap_difference, bootstrap_mean
-from trainers.train_cli import agent_settings, design_settings, policy_source
 
 POLICIES = ("untrained", "trained")
 
@@ -260,7 +260,7 @@ async def design(config: TrainConfig, source: Path, gguf: Path, out: Path, itera
     if completed_iterations(out) >= iterations:
         return
     documents = "none" if config.ablations.no_corpus else config.designer.corpus
-    corpus = Corpus(open_source(documents), max_tokens=config.designer.document_tokens)
+    corpus = Corpus(open_source(documents, config.designer.text_field), max_tokens=config.designer.document_tokens)
     out.mkdir(parents=True, exist_ok=True)
     async with serving(config, source, gguf) as (endpoints, settings), SandboxPool() as sandbox:
         with WorldMemory.open(out / "memory.sqlite") as memory:
@@ -295,7 +295,7 @@ async def replay(config: TrainConfig, source: Path, gguf: Path, designer: Path, 
             results = out / key.replace("/", "-")
             played = await play_both_ways(endpoints, settings, run, path, LocalWorld(load_world(str(path))), results)
             regret, broken = played.regret, played.broken
-            reward = designer_reward(None if broken else regret, settings.reward)
+            reward = designer_reward(None if broken else regret, settings.knobs.rewards)
             if reward is None:
                 continue
             one = Scored(key, reward) if broken else Scored(key, reward, regret.value, regret.mean_plain,

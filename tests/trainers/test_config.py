@@ -98,6 +98,10 @@ def test_auto_weight_sync_follows_the_server_and_the_adapter(overrides: list[str
         (["agent.mode=constrained", "agent.call_schema=false"], "agent.mode=constrained: training rows need"),
         (["agent.mode=chat", "agent.call_schema=false"], "agent.mode=chat: training rows need"),
         (
+            ["designer.mode=chat", "designer.vocabulary=free", "designer.task_text=written", "designer.plan_calls=3"],
+            "designer.mode=chat: the designer's rows need the token ids",
+        ),
+        (
             ["agent.temperature=1.0", "designer.temperature=1.0", "update.importance_sampling=token_truncate"],
             "the embedded llama.cpp server reports the unrestricted one under a grammar",
         ),
@@ -115,6 +119,21 @@ def test_sampling_settings_that_would_make_the_loss_wrong_are_refused(overrides:
     )  # the designer does not train
     load_config("cpu-tiny", ["agent.temperature=1.0", "designer.temperature=1.0",
                              "update.importance_sampling=token_truncate", "update.grammar_logprobs=full"])  # fmt: skip
+
+
+def test_a_run_that_trains_nothing_may_play_in_chat_mode_and_nothing_else_is_loosened() -> None:
+    """`spadework design` updates nothing: chat-mode roles are allowed there (an endpoint whose tokenizer is not at
+    hand), but the rules about what a world is stay, and training itself still refuses them."""
+    chat = ["agent.mode=chat", "agent.call_schema=false", "designer.mode=chat", "designer.vocabulary=free",
+            "designer.task_text=written", "designer.plan_calls=3"]  # fmt: skip
+    config = load_config("cpu-tiny", chat, training=False)
+    assert (config.agent.mode, config.designer.mode) == ("chat", "chat")
+    with pytest.raises(ConfigError, match="rows need the token ids"):
+        load_config("cpu-tiny", chat)
+    with pytest.raises(ConfigError, match=r"set designer\.mode=tokens"):
+        load_config("cpu-tiny", ["designer.mode=chat"], training=False)  # cpu-tiny's designer writes in stages
+    with pytest.raises(ConfigError, match=r"set agent\.mode=tokens"):
+        load_config("cpu-tiny", ["agent.mode=chat"], training=False)  # a call schema samples tokens
 
 
 def test_the_cpu_preset_trains_and_measures_on_the_lite_suite() -> None:

@@ -18,11 +18,25 @@ from tests.sandbox.test_validate import FREE_LUNCH
 from tests.servers import SPADEWORK
 from toolworlds.examples import EXAMPLE_SPEC
 from toolworlds.spec import Spec
+from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.grounding import grounding
 from trainers.designer.loop import DesignOutcome, read_metrics
 from trainers.designer.memory import WorldMemory
 from trainers.rows import designer_rows
 from trainers.tables import TablesSource
+
+# Against the scripted mock (no tokenizer of its own), as a designer run outside training can be: chat mode for
+# both roles, a Python world, paid by regret, one design per document, 8 turns of 256 tokens per play.
+CHAT_PYTHON = ("designer.mode=chat", "designer.format=python", "designer.vocabulary=free", "designer.task_text=written",
+               f"designer.plan_calls={SPEC_BUDGET.plan}", "designer.reward=regret", "designer.win=success",
+               "designer.generations=1", "agent.mode=chat", "agent.call_schema=false", "agent.max_turns=8",
+               "agent.max_tokens_per_turn=256", "run.iterations=1")  # fmt: skip
+
+
+def design_command(url: str, out: Path, *knobs: str) -> list[str]:
+    """`spadework design` against `url` with the chat-mode knobs above, then `knobs` (later ones win)."""
+    return [*SPADEWORK, "design", "--endpoint", url, "--out", str(out),
+            *(flag for knob in (*CHAT_PYTHON, *knobs) for flag in ("--set", knob))]  # fmt: skip
 
 
 def design_flags(directory: Path, designs: dict[str, str]) -> list[str]:
@@ -39,8 +53,8 @@ def test_a_designer_iteration_end_to_end(tmp_path: Path) -> None:
     flags = design_flags(tmp_path, designs)
     out = tmp_path / "run"
     with mock_model(*flags) as url:
-        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",
-                   "--smoke-seeds", "3", "--iterations", "2"]  # fmt: skip
+        command = design_command(url, out, "designer.documents=3", "agent.plays=2", "designer.smoke_seeds=3",
+                                 "run.iterations=2")  # fmt: skip
         completed = subprocess.run(
             command,
             capture_output=True,
@@ -83,9 +97,9 @@ def test_g_generations_per_document_form_one_token_exact_designer_group(tmp_path
     flags = design_flags(tmp_path, designs)
     out = tmp_path / "run"
     with mock_model("--tokenizer", "bytes", *flags) as url:
-        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "1",
-                   "--generations", "3", "--plays", "2", "--smoke-seeds", "2", "--designer-mode", "tokens",
-                   "--tokenizer", "bytes"]  # fmt: skip
+        knobs = ("designer.documents=1", "designer.generations=3", "agent.plays=2", "designer.smoke_seeds=2",
+                 "designer.mode=tokens", "policy.tokenizer=bytes")  # fmt: skip
+        command = design_command(url, out, *knobs)
         completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
     assert completed.returncode == 0, completed.stderr[-3000:]
     outcomes = [DesignOutcome.model_validate_json(line) for line in (out / "designs.jsonl").read_text().splitlines()]
@@ -113,9 +127,8 @@ def test_a_spec_designer_iteration_plays_its_worlds_in_process(tmp_path: Path) -
     flags = design_flags(tmp_path, designs)
     out = tmp_path / "run"
     with mock_model("--tokenizer", "bytes", *flags) as url:
-        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "3", "--plays", "2",
-                   "--smoke-seeds", "3", "--designer-format", "spec", "--designer-mode", "tokens",
-                   "--tokenizer", "bytes", "--sandbox-zygotes", "1"]  # fmt: skip
+        command = design_command(url, out, "designer.documents=3", "agent.plays=2", "designer.smoke_seeds=3",
+                                 "designer.format=spec", "designer.mode=tokens", "policy.tokenizer=bytes")  # fmt: skip
         completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
     assert completed.returncode == 0, completed.stderr[-3000:]
     first = read_metrics(out)[0]
@@ -162,8 +175,7 @@ def test_a_valid_world_whose_code_fails_in_a_play_is_scored_invalid_and_not_trai
     flags = design_flags(tmp_path, {"crashes.py": CRASHES_IN_PLAY})
     out = tmp_path / "run"
     with mock_model("--script", "random", *flags) as url:  # the agent calls tools with random arguments
-        command = [*SPADEWORK, "design", "--endpoint", url, "--out", str(out), "--documents", "1", "--plays", "3",
-                   "--smoke-seeds", "1"]  # fmt: skip
+        command = design_command(url, out, "designer.documents=1", "agent.plays=3", "designer.smoke_seeds=1")
         completed = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ})
     assert completed.returncode == 0, completed.stderr[-3000:]
     (outcome,) = [DesignOutcome.model_validate_json(line) for line in (out / "designs.jsonl").read_text().splitlines()]
@@ -179,8 +191,7 @@ def test_a_valid_world_whose_code_fails_in_a_play_is_scored_invalid_and_not_trai
 
 def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exits_3(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), "--documents", "2",
-               "--request-timeout", "5"]  # fmt: skip
+    command = design_command("http://127.0.0.1:9/v1", out, "designer.documents=2", "policy.request_timeout=5")
     completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ})
     assert completed.returncode == 3, completed.stderr[-2000:]
     told = " ".join(completed.stderr.split())
@@ -189,30 +200,27 @@ def test_an_iteration_whose_designer_requests_all_failed_is_not_recorded_and_exi
         " recorded" in told
     )
     assert read_metrics(out) == [] and not (out / "designs.jsonl").exists()  # a rerun plays iteration 0 again
-    other = subprocess.run([*command, "--plays", "3"], capture_output=True, text=True, timeout=120, env={**os.environ})
-    assert other.returncode == 2 and "differs in: settings.plays" in " ".join(other.stderr.split())
-    patient = [*command[:-1], "9"]  # a longer request timeout is how the same run is continued after an outage
+    other = [*command, "--set", "agent.plays=3"]
+    changed = subprocess.run(other, capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert changed.returncode == 2 and "differs in: config.agent.plays" in " ".join(changed.stderr.split())
+    patient = [*command, "--set", "policy.request_timeout=9"]  # how the same run is continued after an outage
     assert subprocess.run(patient, capture_output=True, text=True, timeout=120, env={**os.environ}).returncode == 3
 
 
 @pytest.mark.parametrize(
-    ("flags", "named"),
-    [(["--task-text", "derived"], "--task-text"), (["--plans", "change"], "--plans/--plan-calls/--vocabulary"),
-     (["--plan-calls", "1"], "--plans/--plan-calls/--vocabulary"),
-     (["--vocabulary", "document"], "--plans/--plan-calls/--vocabulary"),
-     (["--tool-text", "derived"], "--plans/--plan-calls/--vocabulary/--tool-text"),
-     (["--key-choices"], "--tool-text/--key-choices")],
+    "knob",
+    ["designer.task_text=derived", "designer.plans=change", "designer.plan_calls=1", "designer.vocabulary=document",
+     "designer.tool_text=derived", "designer.key_choices=true"],
 )  # fmt: skip
-def test_stage_rules_outside_staged_specs_are_refused_before_anything_starts(
-    tmp_path: Path, flags: list[str], named: str
-) -> None:
+def test_stage_rules_outside_staged_specs_are_refused_before_anything_starts(tmp_path: Path, knob: str) -> None:
     """Derived task or tool text, plan and vocabulary rules hold a spec written in stages: in chat mode they are
-    refused."""
+    refused, and nothing is written."""
     out = tmp_path / "run"
-    command = [*SPADEWORK, "design", "--endpoint", "http://127.0.0.1:9/v1", "--out", str(out), *flags,
-               "--designer-format", "spec"]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env={**os.environ})
+    command = design_command("http://127.0.0.1:9/v1", out, "designer.format=spec", knob)
+    completed = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"}
+    )
     assert completed.returncode == 2, completed.stderr[-2000:]
     told = " ".join(completed.stderr.split())
-    assert named in told and "--designer-mode tokens" in told
+    assert "rule a spec written in stages, token by token: set designer.mode=tokens" in told
     assert not out.exists()

@@ -236,8 +236,6 @@ def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(
 ) -> None:
     """TRL pads a batch to its longest row; one long row must not make the short rows' passes long, and cutting
     the padding must not change the update."""
-    from trl.trainer.grpo_trainer import GRPOTrainer
-
     long_prompt = "<|im_start|>user\n" + "Find the book and borrow it for me, please. " * 20 + "<|im_end|>\n"
     short_prompt = "<|im_start|>user\nPick one.<|im_end|>\n<|im_start|>assistant\n"
     weights: list[Any] = []
@@ -258,8 +256,7 @@ def test_each_pass_reads_only_its_rows_tokens_and_trains_exactly_as_padded(
         feed.put(with_advantages(rows, scale="group"))
         settings = UpdateSettings(UpdateConfig(learning_rate=1e-3, gradient_checkpointing=False), 4)
         trainer = grpo_trainer(model, tokenizer, feed, settings, tmp_path / str(cut), 1)
-        if not cut:  # TRL's own passes, padded to the batch's longest row
-            trainer._prepare_inputs = GRPOTrainer._prepare_inputs.__get__(trainer)
+        trainer.trim_padding = cut  # off: TRL's own passes, padded to the batch's longest row
         seen: list[int] = []
         hook = model.model.register_forward_hook(
             lambda module, inputs, output, seen=seen: seen.append(output[0].size(1))

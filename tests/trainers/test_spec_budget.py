@@ -17,9 +17,9 @@ import pytest
 
 from toolworlds.examples import EXAMPLE_SPEC
 from toolworlds.spec import spec_schema
+from trainers.config import DesignerConfig
 from trainers.designer.budget import SPEC_BUDGET
 from trainers.designer.generate import design_constraint, design_schema
-from trainers.designer.loop import DesignSettings
 from trainers.designer.prompt import designer_messages, spec_system
 from trainers.documents import Document
 
@@ -67,7 +67,7 @@ def test_the_example_spec_fits_the_budget_and_the_prompt_states_it() -> None:
     ],
 )
 def test_the_spec_prompt_asks_for_the_plan_its_grammar_holds(plan_calls: int, plans: str, asked: str) -> None:
-    settings = DesignSettings(format="spec", plans=plans, plan_calls=plan_calls)  # type: ignore[arg-type]
+    settings = DesignerConfig(format="spec", plans=plans, plan_calls=plan_calls)  # type: ignore[arg-type]
     document = Document(source="tables:x", title="Rentals", text="Cars rented by the day.")
     for doc in (document, Document(source="none", title="", text="")):  # with a document and without
         system, user = designer_messages(doc, [], "spec", settings.spec_budget(), settings.plans)

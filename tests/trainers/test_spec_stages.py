@@ -24,9 +24,9 @@ from tests.grammar_walk import admits, random_reply
 from toolworlds.spec import Spec, SpecError, parse_spec
 from toolworlds.spec_compile import compile_spec
 from toolworlds.untrusted.validate import validate_spec
+from trainers.config import DesignerConfig
 from trainers.constrained import AdmittedTokens, GrammarRestrictions
 from trainers.designer.budget import SPEC_BUDGET
-from trainers.designer.loop import DesignSettings
 from trainers.designer.stages import KEY_CHOICES_TOKENS, SpecStages, key_except, name_except
 from trainers.designer.task_text import TaskText, tool_name
 from trainers.rows import TrainingRow
@@ -441,12 +441,12 @@ def test_the_tools_end_only_once_one_of_them_can_change_a_record_as_written(byte
 
 
 def test_design_settings_build_stages_under_their_plan_rules() -> None:
-    stages = DesignSettings(format="spec", plans="change", plan_calls=1, task_text="derived").spec_stages()
+    stages = DesignerConfig(format="spec", plans="change", plan_calls=1, task_text="derived").spec_stages()
     assert (stages.plans, stages.budget.plan, stages.task_text) == ("change", 1, "derived")
     assert stages.budget.tables == SPEC_BUDGET.tables  # only the plan's length is the setting's
-    listed = DesignSettings(format="spec", key_choices=True).spec_stages()
+    listed = DesignerConfig(format="spec", key_choices=True).spec_stages()
     assert listed.key_choices and listed.budget.tokens.records == SPEC_BUDGET.tokens.records + KEY_CHOICES_TOKENS
-    assert DesignSettings().spec_stages().budget == SPEC_BUDGET
+    assert DesignerConfig().spec_stages().budget == SPEC_BUDGET
 
 
 def test_names_and_keys_other_than_the_used_ones(bytes_matcher: Any) -> None:

@@ -26,7 +26,7 @@ from toolworlds.registry import builtin_worlds
 from toolworlds.sandbox import SandboxPool
 from trainers import journal
 from trainers.compare import ArmResult, compute_gaps
-from trainers.config import load_config
+from trainers.config import DesignerConfig, load_config
 from trainers.corpus import Corpus, open_source
 from trainers.designer.loop import DesignRun, DesignSettings
 from trainers.designer.memory import RememberedWorld, WorldMemory, code_hash
@@ -110,7 +110,8 @@ async def self_play(out: Path, url: str, overrides: list[str],
     """The loop of cpu-tiny with `overrides`, without an update, against the scripted server at `url`."""
     config = load_config("cpu-tiny", overrides)
     agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
-    settings = DesignSettings(documents=1, generations=2, plays=2, smoke_seeds=2, designer=agent.model_copy(
+    knobs = DesignerConfig(documents=1, generations=2, smoke_seeds=2)
+    settings = DesignSettings(knobs=knobs, plays=2, designer=agent.model_copy(
         update={"max_turns": 1, "max_tokens_per_turn": 512}), agent=agent,
         memory_examples=0 if config.ablations.no_memory else 1)  # fmt: skip
     corpus = Corpus(open_source("none" if config.ablations.no_corpus else "python-docs"), max_tokens=200)

@@ -19,8 +19,8 @@ from tests.grammar_walk import admits, random_reply
 from tests.trainers.test_spec_stages import LIBRARY_STAGES, written
 from toolworlds.spec import SpecError, parse_spec
 from toolworlds.spec_compile import compile_spec
+from trainers.config import DesignerConfig
 from trainers.designer.grounding import grounding
-from trainers.designer.loop import DesignSettings
 from trainers.designer.stages import SpecStages, text_among
 from trainers.designer.vocabulary import Vocabulary
 from trainers.tables import TablesSource
@@ -143,9 +143,9 @@ def test_once_the_documents_keys_are_used_up_a_record_key_is_free(bytes_matcher:
 
 
 def test_design_settings_give_the_stages_their_documents_vocabulary() -> None:
-    settings = DesignSettings(format="spec", vocabulary="document")
+    settings = DesignerConfig(format="spec", vocabulary="document")
     assert settings.spec_stages(LIBRARY).vocabulary == Vocabulary.of(LIBRARY)
-    assert DesignSettings(format="spec").spec_stages(LIBRARY).vocabulary is None
+    assert DesignerConfig(format="spec").spec_stages(LIBRARY).vocabulary is None
 
 
 def test_walks_with_a_documents_vocabulary_give_worlds_their_document_holds(

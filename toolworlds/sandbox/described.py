@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 
 from toolworlds.episode import Episode
 from toolworlds.sandbox.pool import SandboxPool, WorldInfo
-from toolworlds.tool import ArgumentProblem, openai_function, schema_problems
+from toolworlds.tool import ArgumentProblem, OpenAITool, openai_function, schema_problems
 
 LOCAL_DEFS = "#/$defs/"
 
@@ -61,7 +61,7 @@ class DescribedTool:
         problems = schema_problems(self._validator, arguments)
         return (None, problems) if problems else (arguments, [])
 
-    def openai_function(self) -> dict[str, Any]:
+    def openai_function(self) -> OpenAITool:
         return openai_function(self.name, self.description, self.input_schema)
 
 
@@ -78,7 +78,7 @@ class DescribedWorld:
     def tools(self) -> list[DescribedTool]:
         return list(self._tools)
 
-    def openai_tools(self) -> list[dict[str, Any]]:
+    def openai_tools(self) -> list[OpenAITool]:
         return [tool.openai_function() for tool in self._tools]
 
 

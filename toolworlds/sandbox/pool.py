@@ -42,7 +42,7 @@ from toolworlds.sandbox.processes import (
     WorldTimeout,
     Zygote,
 )
-from toolworlds.tool import openai_function
+from toolworlds.tool import OpenAITool, openai_function
 
 log = structlog.get_logger()
 # How often deadlines are checked: a request is killed at most this late.
@@ -106,7 +106,7 @@ class WorldInfo:
     max_steps: int
     tools: list[dict[str, Any]]
 
-    def openai_tools(self) -> list[dict[str, Any]]:
+    def openai_tools(self) -> list[OpenAITool]:
         return [openai_function(t["name"], t["description"], t["input_schema"]) for t in self.tools]
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from engine.clients import ChatClient, ModelClient, Route, TokensClient
 from engine.endpoints import EndpointPool
+from engine.messages import Message
 from engine.settings import EpisodeSettings
 from engine.templates import load_template
 from engine.trajectory import EpisodeKey, TokenTrace, Turn
@@ -31,7 +32,7 @@ class DesignSample(BaseModel):
     key: str
     document: str = Field(description="Where the grounding document came from.")
     prompt_version: str
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     reply: str | None = None
     failure: str | None = Field(default=None, description="Why no reply came back (an endpoint failure).")
     finish_reason: str | None = None

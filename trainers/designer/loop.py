@@ -11,7 +11,6 @@ trajectory store), `metrics.jsonl` (one line per iteration) and the SQLite memor
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 import statistics
@@ -38,57 +37,33 @@ from toolworlds.sandbox.described import SandboxWorld
 from toolworlds.spec import Spec
 from toolworlds.untrusted.validate import Verdict, validate, validate_spec
 from trainers import journal
+from trainers.config import DesignerConfig
 from trainers.corpus import Corpus
-from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.diversity import VENDI_EMBEDDING, vendi_score
 from trainers.designer.generate import DesignSample, sample_design
 from trainers.designer.grounding import GROUNDED_SHARE, grounding
 from trainers.designer.memory import RememberedWorld, StatusThresholds, WorldMemory, code_hash
-from trainers.designer.prompt import PROMPT_VERSION, DesignFormat, designer_messages, prompt_version
-from trainers.designer.regret import Play, Regret, RewardSettings, designer_reward, regret_of
-from trainers.designer.stages import PlanRule, SpecStages
-from trainers.designer.task_text import TaskText
-from trainers.designer.vocabulary import Vocabulary, VocabularyRule
+from trainers.designer.prompt import PROMPT_VERSION, designer_messages, prompt_version
+from trainers.designer.regret import Play, Regret, designer_reward, regret_of
 
 log = structlog.get_logger()
 
 
 @dataclass(frozen=True)
 class DesignSettings:
-    documents: int = 4  # grounding documents per iteration
-    generations: int = 1  # G: designer replies per document (one GRPO group)
-    plays: int = 8  # K: tasks per valid world, each played without and with the hint
-    smoke_seeds: int = 8
-    designer: EpisodeSettings = field(
-        default_factory=lambda: EpisodeSettings(max_tokens_per_turn=2048, temperature=0.8, max_turns=1)
-    )
-    agent: EpisodeSettings = field(default_factory=lambda: EpisodeSettings(max_turns=8, max_tokens_per_turn=256))
-    reward: RewardSettings = field(default_factory=RewardSettings)
-    thresholds: StatusThresholds = field(default_factory=StatusThresholds)
-    memory_examples: int = 1  # per status
+    """How a designer iteration writes, checks, plays and pays: the run's designer knobs (defined once, in the
+    config) and how each role's episodes reach the model (trainers/run_settings.py builds both from a config)."""
+
+    knobs: DesignerConfig
+    plays: int  # K: tasks per valid world, each played without and with the hint
+    designer: EpisodeSettings
+    agent: EpisodeSettings
+    memory_examples: int = 1  # per status; 0 in the no-memory ablation
     # Episodes at once: agent plays, and designer replies. On a llama.cpp server, one per slot: a slot keeps
     # the prefix of the episode it serves, and a staged spec re-sends its whole prefix with every stage.
     concurrency: int = 16
-    format: DesignFormat = "python"  # what the designer writes: a Python world (sandboxed) or a JSON spec
-    task_text: TaskText = "written"  # a spec's instruction and hint: sampled, or worded from its plan
-    tool_text: TaskText = "written"  # a spec's tools' names and descriptions: sampled, or from what each does
-    key_choices: bool = False  # every table of a spec lists its keys as its key arguments' values
-    plans: PlanRule = "any"  # which plans may end ("change": only one that changes something)
-    plan_calls: int = SPEC_BUDGET.plan  # the most calls a spec's plan has
-    vocabulary: VocabularyRule = (
-        "free"  # "document": a spec's table and field names and record values are its document's
-    )
+    thresholds: StatusThresholds = field(default_factory=StatusThresholds)
     max_failed_share: float = MAX_FAILED_SHARE  # a world's plays failing more for infrastructure reasons stop the run
-
-    def spec_budget(self) -> SpecBudget:
-        """The caps a staged spec is written under: the published ones, with this run's plan length."""
-        return dataclasses.replace(SPEC_BUDGET, plan=self.plan_calls)
-
-    def spec_stages(self, document: str = "") -> SpecStages:
-        """A fresh stage machine for one staged spec on `document`, under these settings' rules."""
-        budget = self.spec_budget()
-        vocabulary = Vocabulary.of(document, budget) if self.vocabulary == "document" else None
-        return SpecStages(budget, self.task_text, self.plans, vocabulary, self.tool_text, self.key_choices)
 
 
 @dataclass
@@ -183,12 +158,13 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     rng = random.Random(f"{run.seed}/{iteration}")
     examples = run.memory.prompt_examples(settings.memory_examples)
     samples, documents = [], []
-    for index in range(settings.documents):
+    for index in range(settings.knobs.documents):
         document = run.corpus.sample(rng)
-        messages = designer_messages(document, examples, settings.format, settings.spec_budget(), settings.plans)
-        for generation in range(settings.generations):
+        knobs = settings.knobs
+        messages = designer_messages(document, examples, knobs.format, knobs.spec_budget(), knobs.plans)
+        for generation in range(settings.knobs.generations):
             key = f"designer/{iteration}/{index}/{generation}"
-            version = prompt_version(settings.format)
+            version = prompt_version(settings.knobs.format)
             samples.append(DesignSample(key=key, document=document.source, prompt_version=version, messages=messages))
             documents.append(document.text)
     clock = {"generation": time.perf_counter()}
@@ -198,8 +174,8 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     async def design(index: int, sample: DesignSample) -> None:
         async with limiter:
             seed = iteration * 10_000 + index
-            stages = functools.partial(settings.spec_stages, documents[index])
-            await sample_design(run.endpoints, settings.designer, run.run, seed, sample, settings.format, stages)
+            stages = functools.partial(settings.knobs.spec_stages, documents[index])
+            await sample_design(run.endpoints, settings.designer, run.run, seed, sample, settings.knobs.format, stages)
 
     async with anyio.create_task_group() as group:
         for index, sample in enumerate(samples):
@@ -211,8 +187,8 @@ async def run_iteration(run: DesignRun, iteration: int) -> IterationResult:
     verdicts: list[Verdict | None] = [None] * len(samples)
 
     async def judge(index: int, reply: str) -> None:
-        seeds = range(max(settings.smoke_seeds, settings.plays))  # every seed a play will use is a checked one
-        if settings.format == "spec":
+        seeds = range(max(settings.knobs.smoke_seeds, settings.plays))  # every seed a play will use is a checked one
+        if settings.knobs.format == "spec":
             verdicts[index] = await validate_spec(reply, seeds=seeds)
         else:
             verdicts[index] = await validate(reply, run.sandbox, seeds=seeds, filename="world.py")
@@ -254,7 +230,7 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
     if verdict is None:  # no reply: the endpoint failed, which says nothing about the designer
         return outcome
     if not verdict.valid or verdict.world is None or verdict.source is None:
-        outcome.reward = designer_reward(None, run.settings.reward)
+        outcome.reward = designer_reward(None, run.settings.knobs.rewards)
         return outcome
     digest = code_hash(verdict.source)
     outcome.world_hash = digest
@@ -269,12 +245,12 @@ async def _settle(run: DesignRun, iteration: int, sample: DesignSample, verdict:
         # Its failed plays would be masked, not scored: a world that crashes (or hangs) on the plays it wants
         # left out of its regret could pick its own reward. A world that fails in play is invalid.
         log.info("a valid world failed in play: invalid", world=verdict.world.name, failure=broken)
-        outcome.broken, outcome.reward = broken, designer_reward(None, run.settings.reward)
+        outcome.broken, outcome.reward = broken, designer_reward(None, run.settings.knobs.rewards)
         return outcome
     outcome.regret, outcome.masked_plays = regret.value, regret.masked
     outcome.mean_plain, outcome.mean_hinted = regret.mean_plain, regret.mean_hinted
     outcome.solved_plain = regret.solve_rate_plain
-    outcome.reward = designer_reward(regret, run.settings.reward)
+    outcome.reward = designer_reward(regret, run.settings.knobs.rewards)
     if regret.value < 0:
         log.info("negative regret: the hint misleads", world=verdict.world.name, regret=round(regret.value, 3))
     remembered = RememberedWorld(
@@ -351,7 +327,7 @@ def _metrics(
     groundings = [outcome.grounding for outcome in outcomes if outcome.grounding is not None]
     return IterationMetrics(
         iteration=iteration,
-        prompt_version=prompt_version(run.settings.format),
+        prompt_version=prompt_version(run.settings.knobs.format),
         finished_at=time.time(),
         requested=len(outcomes),
         replies=len(judged),
