@@ -63,7 +63,7 @@ bench-deps:
 
 # See `spadework bench --help`.
 
-# A public benchmark: `just bench bfcl-v4 --categories base --limit 20`.
+# A public benchmark: `just bench bfcl-v4 --categories base --limit 2 --max-tokens 256`.
 [group('benchmarks')]
 bench name *flags="": bench-deps
     spadework bench {{name}} {{flags}}
