@@ -6,7 +6,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # drive 400 episodes through the engine against the scripted mock model over real HTTP, then play a few
 # episodes with the real embedded model (SmolLM2-135M on llama.cpp, started and stopped by the rollout).
 
-# The quick tour (~3 min): oracle and random policies, one play, 400 mock episodes, a few real ones.
+# The quick tour (~2 min): oracle and random policies, one play, 400 mock episodes, a few real ones.
 [group('start here')]
 play world="banking" seed="0": model
     spadework toolworld eval --seeds 200
@@ -224,6 +224,11 @@ bench-rewards +runs:
 [group('training')]
 design out="runs/design" *flags="": model
     spadework design --out {{out}} {{flags}}
+
+# A world as a Gymnasium environment: gymnasium's check_env, then its reference solution through `step`.
+[group('adapters')]
+adapter-gym world="banking" seed="0":
+    python -m toolworlds.adapters.gym {{world}} {{seed}}
 
 # Run model-written world code through every gate (it runs only in the sandbox).
 [group('worlds')]

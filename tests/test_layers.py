@@ -68,6 +68,7 @@ NEVER = [
         ("toolworlds.core", "toolworlds.tool", "toolworlds.scoring", "toolworlds.records", "toolworlds.examples"),
     ),
     ("trainers.designer", ("trainers.selfplay", "trainers.grpo", "trainers.train_cli"), ()),
+    ("toolworlds.adapters", ("engine", "trainers", "benchmarks", "spadework"), ()),
     ("benchmarks.bfcl", ("trainers",), ()),
     ("benchmarks.acebench", ("trainers",), ()),
     (
@@ -88,6 +89,16 @@ def test_each_package_keeps_to_what_its_readme_says_it_never_imports() -> None:
         if imported.startswith(forbidden) and not imported.startswith(allowed)
     ]
     assert not broken, "imports a README forbids:\n" + "\n".join(sorted(broken))
+
+
+def test_no_code_outside_the_adapters_imports_them() -> None:
+    """Each adapter's library is an optional extra: nothing else in spadework may need it to import."""
+    importers = sorted(
+        module
+        for module, imported in _graph().items()
+        if not module.startswith("toolworlds.adapters") and any(i.startswith("toolworlds.adapters") for i in imported)
+    )
+    assert not importers, f"import an adapter: {importers}"
 
 
 def test_no_modules_import_each_other_in_a_circle() -> None:
