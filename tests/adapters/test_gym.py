@@ -5,6 +5,8 @@ spec file and a model-written file (which runs in the sandbox, never in this pro
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +101,16 @@ def test_unreadable_actions_are_told_and_count_until_the_episode_is_cut() -> Non
             ToolworldEnv("banking", render_mode="human")
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("kind", ["reference", "model-written"])
+def test_an_environment_never_closed_does_not_hang_the_exit(kind: str, tmp_path: Path) -> None:
+    """Its world lives in a thread of its own (and a model-written one in a sandbox): both go with the process."""
+    world = "banking" if kind == "reference" else _written(tmp_path / "written.py", EXAMPLE_WORLD)
+    code = (
+        "import gymnasium, toolworlds.adapters.gym\n"
+        f"env = gymnasium.make('spadework/world', world={world!r})\n"
+        "env.reset(seed=0)\nprint('played')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "played" in done.stdout, done.stderr[-2000:]

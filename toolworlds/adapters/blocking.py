@@ -7,12 +7,16 @@ object's life; every call waits there for its answer.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, ExitStack, asynccontextmanager
+import queue
+import threading
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractContextManager, ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+import anyio
+from anyio.from_thread import BlockingPortal
 
 from toolworlds.core import Finish, StepResult, Task, ToolCall
 from toolworlds.episode import Episode, Grade, LocalWorld, World
@@ -34,23 +38,51 @@ async def opened_world(spec: str) -> AsyncIterator[World]:
         yield await load_world_file(pool, Path(spec))
 
 
+@contextmanager
+def daemon_portal() -> Iterator[BlockingPortal]:
+    """An event loop in a daemon thread, reached through a portal. Not anyio's `start_blocking_portal`: its
+    worker thread is joined at interpreter exit, so an environment its user never closed would hang the exit."""
+    ready: queue.Queue[BlockingPortal | BaseException] = queue.Queue()
+
+    async def serve() -> None:
+        try:
+            async with BlockingPortal() as portal:
+                ready.put(portal)
+                await portal.sleep_until_stopped()
+        except BaseException as error:  # handed to the waiting thread
+            ready.put(error)
+
+    thread = threading.Thread(target=anyio.run, args=(serve,), name="spadework-world", daemon=True)
+    thread.start()
+    started = ready.get()
+    if isinstance(started, BaseException):
+        raise started
+    try:
+        yield started
+    finally:
+        started.call(started.stop)
+        thread.join(timeout=30)
+
+
 class BlockingWorld(AbstractContextManager["BlockingWorld"]):
-    """`spec`'s world, opened in a thread of its own; `open()` gives episodes whose calls block."""
+    """`spec`'s world, opened in a thread of its own; `open()` gives episodes whose calls block. Closed by
+    `close()`, or at the latest when the object is collected or the interpreter exits."""
 
     def __init__(self, spec: str) -> None:
         self._stack = ExitStack()
-        self._portal: BlockingPortal = self._stack.enter_context(start_blocking_portal())
+        self._portal: BlockingPortal = self._stack.enter_context(daemon_portal())
         try:
             self.world: World = self._stack.enter_context(self._portal.wrap_async_context_manager(opened_world(spec)))
         except BaseException:
             self._stack.close()
             raise
+        self._closer = weakref.finalize(self, self._stack.close)
 
     def open(self) -> BlockingEpisode:
         return BlockingEpisode(self._portal, self._portal.call(self.world.open))
 
     def close(self) -> None:
-        self._stack.close()
+        self._closer()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
