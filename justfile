@@ -230,6 +230,11 @@ design out="runs/design" *flags="": model
 adapter-gym world="banking" seed="0":
     python -m toolworlds.adapters.gym {{world}} {{seed}}
 
+# TRL's own GRPOTrainer, one step on the embedded model, with a world as its environment_factory.
+[group('adapters')]
+adapter-trl:
+    python docs/examples/trl_orders.py
+
 # Run model-written world code through every gate (it runs only in the sandbox).
 [group('worlds')]
 validate file *flags="":
