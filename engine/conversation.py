@@ -20,12 +20,13 @@ from abc import ABC, abstractmethod
 
 from pydantic import BaseModel, Field, SkipValidation
 
-from engine.environments import FINISH_FUNCTION, Ending, Opening, Response, run_calls
+from engine.environments import Ending, Opening, Response, run_calls
 from engine.messages import Message, OpenAITool
 from engine.parsing import ParsedReply
 from engine.settings import Mode
 from toolworlds.core import Finish, StepResult, Task, ToolCall
 from toolworlds.episode import Grade
+from toolworlds.tool import FINISH_FUNCTION
 
 NEW_TOOLS_HEADER = "New tools you can call from now on:"
 

@@ -22,30 +22,19 @@ from typing import Any, Protocol
 import anyio
 
 from engine.messages import Message, OpenAITool
-from engine.parsing import FINISH_TOOL, ParsedCall, ParsedReply
+from engine.parsing import ParsedCall, ParsedReply
 from engine.settings import EpisodeSettings, Mode
 from engine.templates import load_template
 from engine.trajectory import Status
 from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
 from toolworlds.episode import Described, Episode, Grade, Paced, World
 from toolworlds.sandbox.described import SandboxWorld
+from toolworlds.tool import FINISH_FUNCTION, FINISH_TOOL
 
 AGENT_RULES = (
     "Solve the user's task by calling the tools, one step at a time, using what each call returns. "
     f"When the task is done, call `{FINISH_TOOL}`, with `answer` set when the task asks a question."
 )
-FINISH_FUNCTION: OpenAITool = {
-    "type": "function",
-    "function": {
-        "name": FINISH_TOOL,
-        "description": "End the task. Give `answer` when the task asks a question.",
-        "parameters": {
-            "type": "object",
-            "properties": {"answer": {"type": "string", "description": "The answer to the task's question."}},
-            "additionalProperties": False,
-        },
-    },
-}
 
 
 @dataclass(frozen=True)

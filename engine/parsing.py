@@ -21,7 +21,6 @@ from typing import Any
 
 from engine.messages import OpenAITool
 
-FINISH_TOOL = "finish"
 MAX_CONSTRAINED_STRING = 256
 
 

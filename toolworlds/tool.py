@@ -165,6 +165,19 @@ def openai_function(name: str, description: str, parameters: dict[str, Any]) -> 
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
+# How an agent ends an episode (a `Finish` action), offered beside a world's own tools wherever it plays.
+FINISH_TOOL = "finish"
+FINISH_FUNCTION: OpenAITool = openai_function(
+    FINISH_TOOL,
+    "End the task. Give `answer` when the task asks a question.",
+    {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": "The answer to the task's question."}},
+        "additionalProperties": False,
+    },
+)
+
+
 def schema_problems(validator: Draft202012Validator, arguments: dict[str, Any]) -> list[ArgumentProblem]:
     """What a tool's input schema finds wrong with `arguments`, one problem per argument."""
     problems: dict[str, ArgumentProblem] = {}

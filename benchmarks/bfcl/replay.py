@@ -13,7 +13,8 @@ import ast
 from typing import Any
 
 from benchmarks.bfcl.data import Entry
-from engine.parsing import FINISH_TOOL, parse_constrained, parse_native
+from engine.parsing import parse_constrained, parse_native
+from toolworlds.tool import FINISH_TOOL
 
 Call = tuple[str, dict[str, Any]]
 

@@ -41,13 +41,14 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from engine.environments import FINISH_FUNCTION, opening_messages
+from engine.environments import opening_messages
 from engine.llama_server import LLAMA_OPENMP_SPIN, EmbeddedServer, ServerSettings
 from engine.local_models import resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
 from toolworlds.core import ToolCall
 from toolworlds.episode import LocalWorld
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 
 WORDS = [
     "harbour",

@@ -118,8 +118,8 @@ def peak_in_play(records: list[Any]) -> int:
 
 def replay_requests(out: Path) -> list[list[dict[str, Any]]]:
     """Every request (a) made, per episode: the bodies rebuilt from the stored conversations."""
-    from engine.environments import FINISH_FUNCTION
     from toolworlds.registry import load_world
+    from toolworlds.tool import FINISH_FUNCTION
 
     episodes = []
     tools: list[dict[str, Any]] | None = None

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.call_grammar import call_grammar
-from engine.environments import FINISH_FUNCTION
 from engine.gbnf import to_lark
 from engine.local_models import default_gguf
 from engine.trajectory import SampledSpan
 from tests.trainers.test_spec_stages import LIBRARY_STAGES  # a sound spec, split at its stage boundaries
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 from trainers.designer.stages import SpecStages
 
 FINISH = '{"name": "finish", "arguments": {"answer": "It is done, as you asked."}}<|im_end|>'

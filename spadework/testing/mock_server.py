@@ -45,13 +45,14 @@ from typing import Annotated, Any, Literal
 import typer
 from aiohttp import web
 
-from engine.parsing import FINISH_TOOL, parse_constrained, parse_native, parse_text
+from engine.parsing import parse_constrained, parse_native, parse_text
 from engine.templates import load_template
 from engine.trajectory import EPISODE_HEADER, EpisodeKey
 from toolworlds.core import Finish, ToolCall, ToolWorld
 from toolworlds.hosting.serving import HostOption, bind
 from toolworlds.policies import RandomPolicy
 from toolworlds.registry import load_world, world_in_file
+from toolworlds.tool import FINISH_TOOL
 
 Script = Literal["oracle", "random", "malformed", "bfcl", "acebench"]
 Style = Literal["native", "hermes", "json", "python"]

@@ -16,10 +16,10 @@ import jsonschema
 import pytest
 
 from engine.call_grammar import call_grammar
-from engine.environments import FINISH_FUNCTION
 from engine.parsing import parse_constrained
 from tests.grammar_walk import admits, random_reply
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 
 EXTRA = {"type": "function", "function": {"name": "set_status", "parameters": {"type": "object", "properties": {
     "ticket_id": {"type": "string", "maxLength": 6}, "status": {"enum": ["open", "on_hold", "closed"]},

@@ -15,7 +15,7 @@ import pytest
 
 from engine.conversation import NEW_TOOLS_HEADER, Conversation, UserTurn
 from engine.endpoints import EndpointPool
-from engine.environments import FINISH_FUNCTION, opening_messages
+from engine.environments import opening_messages
 from engine.rollout import RolloutPlan, run_rollout
 from engine.settings import EpisodeSettings, Mode
 from engine.store import TrajectoryStore, read_records
@@ -25,6 +25,7 @@ from tests.engine.conftest import mock_model
 from toolworlds.core import Finish, StepResult, Task, ToolCall
 from toolworlds.episode import Grade, LocalWorld
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 
 AUDIT = {"type": "function", "function": {"name": "audit", "description": "Audit the account.",
                                          "parameters": {"type": "object", "properties": {}}}}  # fmt: skip

@@ -17,7 +17,6 @@ import pytest
 import typer
 
 from engine.child_server import ServerStartError
-from engine.environments import FINISH_FUNCTION
 from engine.llama_server import EXACT_SAMPLING, EmbeddedServer, ServerSettings
 from engine.local_models import ModelNotFoundError, default_gguf, resolve_gguf
 from engine.parsing import constrained_response_format, parse_constrained
@@ -25,6 +24,7 @@ from engine.store import read_records
 from engine.templates import load_template
 from tests.engine.conftest import play
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 
 LIBRARY = "toolworlds/examples/library.py:LibraryWorld"
 

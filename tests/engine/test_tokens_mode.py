@@ -9,13 +9,13 @@ import pytest
 
 from engine.clients import Route, TokensClient
 from engine.endpoints import EndpointPool
-from engine.environments import FINISH_FUNCTION
 from engine.settings import EpisodeSettings
 from engine.templates import TokenTemplate, byte_tokenizer, load_template
 from engine.trajectory import EpisodeKey, Turn
 from spadework.testing.mock_server import fake_logprob
 from tests.engine.conftest import mock_model, play
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 
 
 @pytest.fixture(scope="module")

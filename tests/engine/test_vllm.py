@@ -11,13 +11,13 @@ import httpx
 import pytest
 
 from engine.call_grammar import call_grammar
-from engine.environments import FINISH_FUNCTION
 from engine.hf_checkpoint import float_checkpoint
 from engine.local_models import default_gguf
 from engine.trajectory import EpisodeRecord
 from engine.vllm_server import VLLMServer
 from tests.engine.conftest import play
 from toolworlds.registry import load_world
+from toolworlds.tool import FINISH_FUNCTION
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 

@@ -21,8 +21,8 @@ from gymnasium import spaces
 from toolworlds.adapters.blocking import BlockingEpisode, BlockingWorld
 from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
 from toolworlds.registry import available_worlds
+from toolworlds.tool import FINISH_FUNCTION, FINISH_TOOL
 
-FINISH = "finish"
 MAX_TEXT = 1 << 20  # characters in an observation or an action
 
 
@@ -64,7 +64,7 @@ class ToolworldEnv(gymnasium.Env[str, str]):
     @property
     def tools(self) -> list[dict[str, Any]]:
         """The tools an agent may call, in OpenAI's format, `finish` last."""
-        return [*map(dict, self._world.world.openai_tools()), FINISH_TOOL]
+        return [*map(dict, self._world.world.openai_tools()), dict(FINISH_FUNCTION)]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
@@ -113,16 +113,6 @@ class ToolworldEnv(gymnasium.Env[str, str]):
         self._world.close()
 
 
-FINISH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": FINISH,
-        "description": "End the task. Give `answer` when the task asks a question.",
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "additionalProperties": False},
-    },
-}
-
-
 def parse_action(action: str) -> ToolCall | Finish | str:
     """One call from an action's JSON text, or what is wrong with it."""
     try:
@@ -134,7 +124,7 @@ def parse_action(action: str) -> ToolCall | Finish | str:
     arguments = call.get("arguments", {})
     if not isinstance(arguments, dict):
         return f'"arguments" of {call["name"]} must be a JSON object'
-    if call["name"] == FINISH:
+    if call["name"] == FINISH_TOOL:
         answer = arguments.get("answer")
         return Finish(answer=None if answer is None else str(answer))
     return ToolCall(name=call["name"], arguments=arguments)
@@ -143,7 +133,9 @@ def parse_action(action: str) -> ToolCall | Finish | str:
 def action_text(action: ToolCall | Finish) -> str:
     """An action as an agent writes it."""
     if isinstance(action, Finish):
-        return json.dumps({"name": FINISH, "arguments": {} if action.answer is None else {"answer": action.answer}})
+        return json.dumps(
+            {"name": FINISH_TOOL, "arguments": {} if action.answer is None else {"answer": action.answer}}
+        )
     return json.dumps({"name": action.name, "arguments": action.arguments}, ensure_ascii=False)
 
 

@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Literal, Union
 
 from toolworlds.adapters.blocking import BlockingEpisode, BlockingWorld
 from toolworlds.core import Finish, StepResult, ToolCall, error_observation
+from toolworlds.tool import FINISH_TOOL
 
-FINISH = "finish"
 _BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern",
            "minItems", "maxItems")  # fmt: skip
 _SCALARS: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
@@ -66,12 +66,14 @@ class ToolworldEnvironment:
         Args:
             answer: The answer to the task's question, if it asks one.
         """
-        return self._call(FINISH, {} if answer is None else {"answer": answer})
+        return self._call(FINISH_TOOL, {} if answer is None else {"answer": answer})
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         if self._score is not None:
             return json.dumps(error_observation("episode_over", "the episode has ended; no tool can be called"))
-        action = Finish(answer=arguments.get("answer")) if name == FINISH else ToolCall(name=name, arguments=arguments)
+        action = (
+            Finish(answer=arguments.get("answer")) if name == FINISH_TOOL else ToolCall(name=name, arguments=arguments)
+        )
         result = self._opened().step(action)
         self._end_if_done(result)
         return json.dumps(result.observation, ensure_ascii=False)
@@ -95,7 +97,7 @@ def trl_environment(world: str, hinted: bool = False) -> type[ToolworldEnvironme
     finally:
         probe.close()
     methods: dict[str, Any] = {entry["function"]["name"]: _tool_method(entry["function"]) for entry in tools}
-    clash = sorted({"reset", "get_reward", FINISH} & set(methods))
+    clash = sorted({"reset", "get_reward", FINISH_TOOL} & set(methods))
     if clash:
         raise ValueError(f"{world}: a tool named {clash[0]!r} would take the place of TRL's own method")
     class_name = "".join(part.title() for part in name.replace("-", "_").split("_") if part) + "Environment"
