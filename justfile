@@ -235,6 +235,16 @@ adapter-gym world="banking" seed="0":
 adapter-trl:
     python docs/examples/trl_orders.py
 
+# A world over OpenEnv's protocol: `serve --openenv` started, its reference solution played by OpenEnv's client.
+[group('adapters')]
+adapter-openenv world="banking" seed="0":
+    python -m toolworlds.adapters.openenv {{world}} {{seed}}
+
+# verifiers' own evaluation (what vf-eval runs) of a world's tasks, played by the embedded model, scored by its grade.
+[group('adapters')]
+adapter-verifiers world="banking" tasks="2":
+    python -m toolworlds.adapters.verifiers {{world}} {{tasks}}
+
 # Run model-written world code through every gate (it runs only in the sandbox).
 [group('worlds')]
 validate file *flags="":

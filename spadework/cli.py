@@ -17,7 +17,7 @@ from spadework.logs import configure_logging
 
 # name -> (module, attribute): a typer app of sub-commands, or one command's function
 GROUPS = {"toolworld": ("toolworlds.cli", "toolworld_app"), "corpus": ("trainers.corpus_cli", "corpus_app"),
-          "bench": ("benchmarks.cli", "bench_app")}  # fmt: skip
+          "bench": ("benchmarks.cli", "bench_app"), "worlds": ("trainers.pools_cli", "worlds_app")}  # fmt: skip
 COMMANDS = {"rollout": ("engine.cli", "rollout"), "episodes": ("engine.cli", "show"),
             "mock-server": ("spadework.testing.mock_server", "command"), "serve": ("engine.cli", "serve"),
             "vllm": ("engine.cli", "vllm"),

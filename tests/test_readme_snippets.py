@@ -4,11 +4,15 @@ copies them, and one that broke would be found by the first reader, not by CI.""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+
+from toolworlds.hosting.serving import launched_command
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("*.py"))
@@ -23,5 +27,10 @@ def test_each_readme_snippet_is_an_example_file() -> None:
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
 def test_each_example_runs_as_written(example: Path, tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=280)
+    """An example that starts with `# first, in a shell: COMMAND` runs while COMMAND serves, as the reader would."""
+    first = re.match(r"# first, in a shell: (spadework .*)\n", example.read_text())
+    with ExitStack() as stack:
+        if first:
+            stack.enter_context(launched_command(*shlex.split(first.group(1))[1:], timeout=120))
+        done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -309,20 +309,31 @@ def serve(
         int, typer.Option(min=0, max=65535, help="Port to bind; 0 picks a free one (printed on start).")
     ] = 8700,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve as an MCP server instead of the session API.")] = False,
+    openenv: Annotated[
+        bool, typer.Option("--openenv", help="Serve over OpenEnv's protocol (/ws, /mcp): the `openenv` extra.")
+    ] = False,
     transport: Annotated[
         Transport | None, typer.Option(help="With --mcp: stdio or streamable http (default: http).")
     ] = None,
-    capacity: Annotated[int, typer.Option(min=1, help="Most sessions held at once (HTTP session API).")] = 10_000,
+    capacity: Annotated[
+        int, typer.Option(min=1, help="Most sessions held at once (HTTP session API; OpenEnv: default 64).")
+    ] = 10_000,
     max_body_bytes: Annotated[
         int, typer.Option(min=1, help="Largest request body the HTTP session API reads (larger: 413).")
     ] = MAX_BODY_BYTES,
 ) -> None:
-    """Serve a world: the HTTP session API that openapi.json describes, or MCP (stdio / streamable HTTP)."""
+    """Serve a world: the HTTP session API that openapi.json describes, MCP (stdio / streamable HTTP), or
+    OpenEnv's protocol."""
     from toolworlds.hosting.serving import serve_asgi, serve_mcp_stdio
 
     if transport is not None and not mcp:
         raise typer.BadParameter("--transport chooses how MCP is served: add --mcp", param_hint="--transport")
     transport = transport or Transport.http
+    if openenv:
+        if mcp:
+            raise typer.BadParameter("--openenv serves OpenEnv's own MCP routes: leave out --mcp", param_hint="--mcp")
+        _serve_openenv(name, host, port, 64 if capacity == 10_000 else capacity)
+        return
 
     if is_model_written(name):
         _serve_sandboxed(Path(name), host, port, mcp, transport, capacity, max_body_bytes)
@@ -339,6 +350,22 @@ def serve(
         from toolworlds.hosting.http import create_app
 
         serve_asgi(create_app(world, capacity, max_body_bytes=max_body_bytes), host, port, f"{world.name} session API")
+
+
+def _serve_openenv(name: str, host: str, port: int, sessions: int) -> None:
+    """`serve --openenv`: OpenEnv's app over the world (a model-written one in the sandbox)."""
+    from toolworlds.hosting.serving import serve_asgi
+
+    try:
+        from toolworlds.adapters.openenv import openenv_app
+    except ImportError as error:
+        raise typer.BadParameter(f"OpenEnv is not installed ({error}): pip install 'spadework[openenv]'",
+                                 param_hint="--openenv") from None  # fmt: skip
+    try:
+        app = openenv_app(name, sessions)
+    except (UnknownWorldError, WorldLoadError, FileNotFoundError, ValueError) as error:
+        raise typer.BadParameter(str(error), param_hint="NAME") from None
+    serve_asgi(app, host, port, f"{name} over OpenEnv (/ws, /mcp, up to {sessions} sessions)")
 
 
 def _serve_sandboxed(

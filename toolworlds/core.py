@@ -31,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, JsonValue, Tag, TypeAdapter
 
 from toolworlds.scoring import Scorecard
-from toolworlds.tool import ArgumentProblem, OpenAITool, ToolSpec, build_spec, is_tool, listing
+from toolworlds.tool import FINISH_TOOL, ArgumentProblem, OpenAITool, ToolSpec, build_spec, is_tool, listing
 
 
 class Brief(BaseModel):
@@ -83,6 +83,21 @@ Action = Annotated[
     Discriminator(_action_kind),
 ]
 ACTION_ADAPTER: TypeAdapter[ToolCall | Finish] = TypeAdapter(Action)
+
+
+def named_call(action: ToolCall | Finish) -> tuple[str, dict[str, JsonValue]]:
+    """An action as the function call an agent makes: a finish is `finish` with its answer, if any."""
+    if isinstance(action, Finish):
+        return FINISH_TOOL, {} if action.answer is None else {"answer": action.answer}
+    return action.name, dict(action.arguments)
+
+
+def action_of(name: str, arguments: dict[str, JsonValue]) -> ToolCall | Finish:
+    """The action a function call names: `finish` ends the episode (answering, if it says), any other a tool."""
+    if name == FINISH_TOOL:
+        answer = arguments.get("answer")
+        return Finish(answer=None if answer is None else str(answer))
+    return ToolCall(name=name, arguments=arguments)
 
 
 def call(name: str, /, **arguments: JsonValue) -> ToolCall:

@@ -41,8 +41,8 @@ from trainers.config import TrainConfig, load_config
 from trainers.equal_compute import TOLERANCE
 from trainers.journal import JournalError
 from trainers.report import ReportError, RunRecord, read_run, summary_json
+from trainers.run_records import read_held_out, read_iterations
 from trainers.run_state import ResumeError, load_state
-from trainers.selfplay import read_held_out, read_iterations
 from trainers.stats import paired_lift
 
 ARMS = ("spade", "fixed-pool", "frozen-designer")

@@ -33,6 +33,7 @@ ImportanceSampling = Literal["off", "token_truncate", "token_mask", "sequence_tr
 GrammarLogprobs = Literal["restricted", "full"]
 GrammarSampler = Literal["llama.cpp", "vllm"]  # whose rules decide what a grammar admits
 Sharding = Literal["none", "fsdp2"]  # what each training process holds: a whole replica, or a shard
+TrackerKind = Literal["trackio", "tensorboard", "wandb", "none"]  # where a run's numbers show (`trainers.tracking`)
 WeightSyncKind = Literal["auto", "reload", "vllm-lora", "vllm-reload", "vllm-nccl", "none"]
 
 
@@ -266,6 +267,18 @@ class RunConfig(_Section):
         "plays, or all of them, failed because the policy's endpoint did: they are not outcomes to train on (a "
         "model-written world that crashes or hangs in the sandbox is that world's outcome: its plays are masked).",
     )  # fmt: skip
+    archive_from: str | None = Field(
+        None,
+        description="A world pool (`spadework worlds export`: its folder or Parquet file) whose worlds start the "
+        "run's archive: the designer's prompt shows them as worlds written before, the agent replays the frontier "
+        "ones (agent.archive_tasks). Rows are checked first; Python worlds run only in the sandbox.",
+    )
+    report_to: TrackerKind = Field(
+        "trackio",
+        description="Where the run's numbers show while it runs, every iteration (spadework's and TRL's, on one "
+        "step axis): trackio (local, `trackio show`), tensorboard (RUN/tensorboard), wandb (offline unless "
+        "WANDB_API_KEY or WANDB_MODE say otherwise) or none (the run's JSONL files and report only).",
+    )
     seed: int = 0
 
 

@@ -26,7 +26,7 @@ TOLERANCE = 0.10  # the issue's bound, checked by the comparison: episodes and t
 
 
 class Recorded(Protocol):
-    """What a `train.jsonl` line says of the agent's compute (`trainers.selfplay.IterationReport`)."""
+    """What a `train.jsonl` line says of the agent's compute (`trainers.run_records.IterationReport`)."""
 
     iteration: int
     agent_episodes: int | None

@@ -203,6 +203,7 @@ class Learner:
         self.updates = updates_done
         self.trained_tokens = 0  # in the newest update's rows, padding left out
         self.left_out: Counter[str] = Counter()  # the newest update's rows left out (`GrammarRestrictions`)
+        self.logged: list[dict[str, Any]] = []  # TRL's log entries of the newest update's optimiser steps
         self._saver = next(c for c in trainer.callback_handler.callbacks if isinstance(c, SaveWhenAsked))
         self._resume_from = resume_from
         self._failure: BaseException | None = None
@@ -237,6 +238,9 @@ class Learner:
         if self._failure is not None:
             raise RuntimeError(f"the GRPO trainer failed: {self._failure!r}") from self._failure
         self.updates += 1
+        step = self.trainer.state.global_step  # a resumed trainer's history also holds the steps before it
+        first = step - self._saver.steps_per_batch
+        self.logged = [e for e in self.trainer.state.log_history if first < e.get("step", 0) <= step and "loss" in e]
         restrictions = self.feed.restrictions
         self.left_out = Counter(restrictions.left_out) if restrictions else Counter()
         self.trained_tokens -= restrictions.left_out_tokens if restrictions else 0

@@ -19,8 +19,8 @@ from typing import Any
 from trainers.designer.loop import DesignOutcome, IterationMetrics, read_designs, read_metrics, world_file
 from trainers.designer.measures import TRENDS, WIN_BANDS, DesignerIteration, designer_summary, per_iteration
 from trainers.journal import JournalError
+from trainers.run_records import HeldOut, IterationReport, read_held_out, read_iterations
 from trainers.run_state import TRAINER_DIR
-from trainers.selfplay import HeldOut, IterationReport, read_held_out, read_iterations
 from trainers.stats import bootstrap_mean, paired_lift
 
 

@@ -14,6 +14,8 @@ from engine.settings import Completions, EpisodeSettings
 from trainers.config import TrainConfig
 from trainers.designer.generate import design_constraint
 from trainers.designer.loop import DesignSettings
+from trainers.designer.memory import RememberedWorld
+from trainers.pools import PoolError, read_pool
 
 
 def policy_source(config: TrainConfig) -> Path | str:
@@ -74,3 +76,13 @@ def design_settings(config: TrainConfig, agent: EpisodeSettings, model: str, tok
         # its new tokens (with more episodes than slots, measured: ~300 prompt tokens read again per turn).
         concurrency=parallel if parallel is not None else DesignSettings.concurrency,
     )
+
+
+def pool_worlds(config: TrainConfig) -> list[RememberedWorld]:
+    """`run.archive_from`'s worlds, every row checked before the run starts (none without the knob)."""
+    if config.run.archive_from is None:
+        return []
+    try:
+        return read_pool(Path(config.run.archive_from))
+    except PoolError as error:
+        raise typer.BadParameter(str(error), param_hint="--set run.archive_from") from None

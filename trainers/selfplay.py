@@ -26,7 +26,6 @@ from pathlib import Path
 import anyio
 import httpx
 import structlog
-from pydantic import BaseModel
 from rich.console import Console
 
 from engine.endpoints import EndpointPool
@@ -48,81 +47,13 @@ from trainers.frontier import FrontierTasks, tally_groups
 from trainers.grpo import Learner
 from trainers.memory import PeakMemory, current_by_process
 from trainers.rows import Skipped, TrainingRow, agent_rows, designer_rows, with_advantages, zero_spread_share
+from trainers.run_records import HeldOut, IterationReport, TaskResult, read_held_out, read_iterations
 from trainers.run_state import RunState, new_state, save_state
 from trainers.suite import HELD_OUT_FIRST_SEED, SUITES, SuitePlan, check_not_held_out
+from trainers.tracking import NoTracker, Tracker, held_out_metrics, iteration_metrics
 
 log = structlog.get_logger()
 PROCESS_STARTED = time.monotonic()  # what `HeldOut.elapsed_s` counts from (a resumed run starts again)
-
-
-class IterationReport(BaseModel):
-    """One line of `train.jsonl`."""
-
-    iteration: int
-    rows: dict[str, int]
-    skipped: dict[str, int]
-    agent_return: float | None
-    designer_reward: float | None
-    valid_worlds: int
-    sampled_tokens: int | None = None  # the model's own tokens in the iteration's rows (not tool results)
-    groups: int | None = None  # GRPO groups among the rows
-    zero_spread_groups: int | None = None  # of those, groups whose rewards were all equal (no learning signal)
-    trained_tokens: int | None = None  # tokens (prompt + completion) of the rows the update trained on
-    agent_episodes: int | None = None  # the agent's training plays (what equal agent compute counts)
-    agent_tokens: int | None = None  # the tokens the agent sampled in them (its rows' own tokens)
-    seconds: dict[str, float]
-
-    @property
-    def zero_spread_share(self) -> float | None:
-        return self.zero_spread_groups / self.groups if self.groups and self.zero_spread_groups is not None else None
-
-
-class TaskResult(BaseModel):
-    """One held-out task of the suite and the score its plain play got."""
-
-    world: str
-    seed: int
-    reward: float | None  # None: the play failed for infrastructure reasons (no score)
-
-    @property
-    def task(self) -> str:
-        return f"{self.world}/{self.seed}"
-
-
-class HeldOut(BaseModel):
-    """One line of `eval.jsonl`: the held-out suite's tasks (one plain play each), and success on the full
-    reference tasks per world, without and with the hint."""
-
-    after_iteration: int  # -1: before training
-    suite: str | None = None  # the suite's name/version
-    tasks: list[TaskResult] = []
-    success_plain: dict[str, float]  # empty when `run.eval_seeds` is 0
-    success_hinted: dict[str, float]
-    mean_plain: float | None  # None: no full reference tasks were played
-    mean_hinted: float | None
-    seconds: float = 0.0
-    elapsed_s: float | None = None  # since the training process started
-    peak_rss_gb: float | None = None  # so far: this process and the ones it started, summed (`trainers.memory`)
-
-    @property
-    def scored(self) -> list[TaskResult]:
-        return [task for task in self.tasks if task.reward is not None]
-
-    def successes(self) -> dict[str, float]:
-        """Per scored task: 1.0 if its play solved it, else 0.0."""
-        return {task.task: float((task.reward or 0.0) >= 1.0) for task in self.scored}
-
-    def credits(self) -> dict[str, float]:
-        """Per scored task: its partial credit."""
-        return {task.task: task.reward or 0.0 for task in self.scored}
-
-    @property
-    def success(self) -> float:
-        return statistics.fmean(self.successes().values()) if self.scored else 0.0
-
-    @property
-    def partial_credit(self) -> float:
-        return statistics.fmean(self.credits().values()) if self.scored else 0.0
 
 
 @dataclass
@@ -140,6 +71,7 @@ class SelfPlay:
     # Computes a world's opening tokens once for all the server's slots (`EmbeddedServer.share_prefix`).
     share_prefix: Callable[[list[int]], int] | None = None
     memory: PeakMemory | None = None  # the run's peak memory, recorded with each held-out evaluation
+    tracker: Tracker = field(default_factory=NoTracker)  # where the run's numbers show (`run.report_to`)
     # Where each play's progress shows (a bar on a terminal, else a log line every few seconds).
     console: Console = field(default_factory=lambda: Console(stderr=True))
 
@@ -165,7 +97,9 @@ class SelfPlay:
             if run.before_from is None:
                 await self.held_out(after=-1)
             else:
-                journal.append(self.out / "eval.jsonl", [shared_before(Path(run.before_from), self.config)])
+                shared = shared_before(Path(run.before_from), self.config)
+                journal.append(self.out / "eval.jsonl", [shared])
+                self.tracker.log(held_out_metrics(shared), step=0)
             self.checkpoint(-1)
         pending = False
         for index in range(resumed.iteration + 1 if resumed else 0, run.iterations):
@@ -236,6 +170,8 @@ class SelfPlay:
             seconds={name: round(value, 3) for name, value in clock.items()},
         )
         journal.append(self.out / "train.jsonl", [report])
+        trainer_log = self.learner.logged if self.learner is not None and trained is not None else []
+        self.tracker.log(iteration_metrics(report, designed, trainer_log), step=index + 1)
         log.info("iteration done", **report.model_dump(exclude={"skipped"}))
         return report
 
@@ -392,6 +328,7 @@ class SelfPlay:
             peak_rss_gb=round(self.memory.peak_gb, 2) if self.memory else None,
         )
         journal.append(self.out / "eval.jsonl", [result])
+        self.tracker.log(held_out_metrics(result), step=after + 1)
         if self.memory is not None:
             log.info("memory now (PSS, MB)", **{name: round(size / 1e6) for name, size in current_by_process().items()})
         log.info("held-out success", after=after, suite=suite.label, success=round(result.success, 3),
@@ -481,16 +418,6 @@ def shared_before(source: Path, config: TrainConfig) -> HeldOut:
 
 class BeforeUnavailable(RuntimeError):
     """`run.before_from` names a run whose before-measurement this run cannot share; the message says why."""
-
-
-def read_iterations(out: Path) -> list[IterationReport]:
-    """`train.jsonl` read back: one report per completed iteration."""
-    return journal.read(out / "train.jsonl", IterationReport)
-
-
-def read_held_out(out: Path) -> list[HeldOut]:
-    """`eval.jsonl` read back: the held-out results in the order they were measured."""
-    return journal.read(out / "eval.jsonl", HeldOut)
 
 
 def _mean(values: list[float]) -> float | None:

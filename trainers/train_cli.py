@@ -7,7 +7,7 @@ import json
 import shutil
 import tempfile
 import uuid
-from contextlib import AsyncExitStack, ExitStack, suppress
+from contextlib import AsyncExitStack, ExitStack, closing, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -40,14 +40,15 @@ from trainers.compare import (
 from trainers.config import PRESETS, ConfigError, TrainConfig, load_config, resumed_config
 from trainers.corpus import Corpus, open_source
 from trainers.designer.loop import DesignRun
-from trainers.designer.memory import WorldMemory
+from trainers.designer.memory import RememberedWorld, WorldMemory
 from trainers.distributed import BroadcastRowFeed, Ranks
 from trainers.documents import CorpusError
 from trainers.equal_compute import ComputeTargetError
 from trainers.grpo import Learner, RowFeed, TrainingStopped, UpdateSettings, grpo_trainer
 from trainers.memory import PeakMemory
 from trainers.report import ReportError, read_run, summary, write_report
-from trainers.run_settings import agent_settings, design_settings, embedded_server, policy_source
+from trainers.run_records import HeldOut, read_held_out
+from trainers.run_settings import agent_settings, design_settings, embedded_server, policy_source, pool_worlds
 from trainers.run_state import (
     STATE_DIR,
     STATE_FILE,
@@ -58,7 +59,8 @@ from trainers.run_state import (
     load_state,
     restore,
 )
-from trainers.selfplay import BeforeUnavailable, HeldOut, SelfPlay, compute_target, read_held_out, shared_before
+from trainers.selfplay import BeforeUnavailable, SelfPlay, compute_target, shared_before
+from trainers.tracking import Tracker, TrackerError, open_tracker
 from trainers.weight_sync import (
     GGUFReloadSync,
     VLLMLoRASync,
@@ -125,9 +127,16 @@ def train(
         corpus = Corpus(open_source(documents, config.designer.text_field), max_tokens=config.designer.document_tokens)
     except CorpusError as error:
         raise typer.BadParameter(str(error), param_hint="--set designer.corpus") from None
+    pool = pool_worlds(config)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(config.model_dump_json(indent=2))
+    run_id = state.run_id if state else uuid.uuid4().hex[:12]
     with ExitStack() as stack:
+        try:
+            tracked = open_tracker(config.run.report_to, out, run_id, config.model_dump(mode="json"), state is not None)
+            tracker = stack.enter_context(closing(tracked))
+        except TrackerError as error:
+            raise typer.BadParameter(str(error), param_hint="--set run.report_to") from None
         server = None
         if served is not None:
             slots = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="spadework-slots-")))
@@ -139,7 +148,8 @@ def train(
         if not urls:  # policy.server=vllm
             urls = [_started_vllm(stack, config, source)]
         try:
-            anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks)
+            anyio.run(_run, config, out, corpus, urls, source, tokenizer, server, state, update, ranks, run_id, tracker,
+                      pool)  # fmt: skip
         except InfrastructureFailure as error:
             exit_for_infrastructure(error, f"continue with --resume {out} once it is fixed")
     Console().print(_held_out_table(read_held_out(out)))
@@ -214,6 +224,9 @@ async def _run(
     state: RunState | None,
     update: UpdateSettings,
     ranks: Ranks,
+    run_id: str,
+    tracker: Tracker,
+    pool: list[RememberedWorld],
 ) -> None:
     if state is not None:
         restore(out, state)
@@ -250,11 +263,13 @@ async def _run(
             sandbox = await stack.enter_async_context(SandboxPool())
             endpoints = await stack.enter_async_context(EndpointPool.open(urls))
             memory = stack.enter_context(WorldMemory.open(out / "memory.sqlite"))
-            run_id = state.run_id if state else uuid.uuid4().hex[:12]
+            if pool:
+                log.info("archive started from a pool", worlds=sum(memory.remember(world) for world in pool))
             design = DesignRun(run_id, out, corpus, endpoints, sandbox, memory, settings, config.run.seed)
             peak = stack.enter_context(PeakMemory())
             loop = SelfPlay(config, out, design, endpoints, agent, learner, trainer_checkpoint=checkpoint,
-                            share_prefix=server.share_prefix if server else None, memory=peak)  # fmt: skip
+                            share_prefix=server.share_prefix if server else None, memory=peak,
+                            tracker=tracker)  # fmt: skip
             await loop.run(state)
     finally:
         learner.close()

@@ -48,7 +48,7 @@ from aiohttp import web
 from engine.parsing import parse_constrained, parse_native, parse_text
 from engine.templates import load_template
 from engine.trajectory import EPISODE_HEADER, EpisodeKey
-from toolworlds.core import Finish, ToolCall, ToolWorld
+from toolworlds.core import Finish, ToolCall, ToolWorld, named_call
 from toolworlds.hosting.serving import HostOption, bind
 from toolworlds.policies import RandomPolicy
 from toolworlds.registry import load_world, world_in_file
@@ -162,12 +162,6 @@ class MockRequestError(Exception):
     """A request the mock cannot answer (400)."""
 
 
-def _named(action: ToolCall | Finish) -> tuple[str, dict[str, Any]]:
-    if isinstance(action, ToolCall):
-        return action.name, dict(action.arguments)
-    return FINISH_TOOL, {} if action.answer is None else {"answer": action.answer}
-
-
 class MockModel:
     def __init__(self, settings: MockSettings) -> None:
         self.settings = settings
@@ -224,7 +218,7 @@ class MockModel:
                 return self._message([(FINISH_TOOL, {})] if constrained else [], constrained)
             # Offered no tools, a BFCL model answers in bfcl-eval's prompting syntax (`[func(a=1)]`).
             return self._message(calls, constrained, None if body.get("tools") else "python")
-        return self._message([_named(self.next_action(episode, _usable_turns(messages, constrained)))], constrained)
+        return self._message([named_call(self.next_action(episode, _usable_turns(messages, constrained)))], constrained)
 
     def _acebench(self, episode: EpisodeKey, body: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
         from benchmarks.acebench import replay
@@ -312,7 +306,7 @@ class MockModel:
         elif malformed or self.settings.script == "malformed":
             reply_text = '<tool_call>{"name": "oops", "arguments": {"x": }</tool_call>'
         else:
-            name, arguments = _named(self.next_action(episode, usable))
+            name, arguments = named_call(self.next_action(episode, usable))
             call = json.dumps({"name": name, "arguments": arguments})
             reply_text = call if constrained else f"<tool_call>\n{call}\n</tool_call>"
         sampled = [*tokenizer.encode(reply_text, add_special_tokens=False), self.template.eos_token_id]

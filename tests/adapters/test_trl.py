@@ -14,6 +14,7 @@ from transformers.utils import get_json_schema
 
 from tests.policy import embedded_policy, trainable  # noqa: F401  # the session's policy fixture
 from toolworlds.adapters.trl import ToolworldEnvironment, task_rows, trl_environment, trl_environments
+from toolworlds.core import named_call
 from toolworlds.episode import LocalWorld
 from toolworlds.examples import EXAMPLE_SPEC, EXAMPLE_WORLD
 from toolworlds.registry import load_world
@@ -70,13 +71,7 @@ def test_an_episode_through_the_methods_scores_as_the_world_grades_it(tmp_path: 
 def _solution(world: LocalWorld, seed: int) -> list[tuple[str, dict[str, Any]]]:
     instance = world.world_class()
     instance.reset(seed)
-    plays: list[tuple[str, dict[str, Any]]] = []
-    for action in instance.solution():
-        if hasattr(action, "arguments"):
-            plays.append((action.name, dict(action.arguments)))
-        else:
-            plays.append(("finish", {} if action.answer is None else {"answer": action.answer}))
-    return plays
+    return [named_call(action) for action in instance.solution()]
 
 
 def test_the_hint_is_given_only_when_asked() -> None:

@@ -21,7 +21,8 @@ from trainers.designer.generate import DesignSample
 from trainers.designer.loop import DesignOutcome, IterationMetrics
 from trainers.designer.memory import code_hash
 from trainers.report import designed_worlds, read_run, summary, write_report
-from trainers.selfplay import BeforeUnavailable, HeldOut, IterationReport, TaskResult, shared_before
+from trainers.run_records import HeldOut, IterationReport, TaskResult
+from trainers.selfplay import BeforeUnavailable, shared_before
 
 ENV = {**os.environ, "COLUMNS": "400"}
 

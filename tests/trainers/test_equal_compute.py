@@ -11,7 +11,8 @@ import pytest
 from trainers import journal
 from trainers.config import ConfigError, load_config
 from trainers.equal_compute import Compute, ComputeTarget, ComputeTargetError, gap
-from trainers.selfplay import IterationReport, compute_target
+from trainers.run_records import IterationReport
+from trainers.selfplay import compute_target
 
 
 def report(iteration: int, episodes: int | None, tokens: int | None) -> IterationReport:

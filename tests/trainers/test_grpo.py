@@ -84,10 +84,15 @@ def test_the_learner_updates_once_per_batch_and_pushes_the_weights_after_each(
     feed, sync = RowFeed(wait_seconds=60), RecordingSync()
     trainer = grpo_trainer(model, tokenizer, feed, UpdateSettings(UpdateConfig(learning_rate=1e-3), 4), tmp_path, 2)
     learner = Learner(trainer, feed, sync, {"agent": 4})
+    logged = []
     for _ in range(2):
         learner.update(with_advantages(rows, scale="group"))
+        logged.append(learner.logged)
     learner.close()
     assert learner.updates == 2 and feed.batches == 2 and len(sync.pushed) == 2
+    # what the run's tracker gets under train/: each update's own log entries, not the ones before
+    assert [[entry["step"] for entry in entries] for entries in logged] == [[1], [2]]
+    assert all("loss" in entry and "learning_rate" in entry for entries in logged for entry in entries)
     assert not torch.equal(sync.pushed[0], initial) and not torch.equal(sync.pushed[1], sync.pushed[0])
 
 
@@ -146,6 +151,7 @@ def test_a_run_resumed_with_more_updates_than_it_started_with_keeps_learning(
     learner.update(fixed_rows(tokenizer))
     learner.close()
     assert trainer.state.global_step == 2
+    assert [entry["step"] for entry in learner.logged] == [2], "the checkpoint's own history is not logged again"
     moved = max(float((value - before[name]).abs().max()) for name, value in trainer.model.state_dict().items())
     assert moved == pytest.approx(5e-5, rel=0.05), "Adam's step at the linear schedule's rate for step 2 of 2"
 

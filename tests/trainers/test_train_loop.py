@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, closing
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from engine.settings import EpisodeSettings
 from engine.store import read_records
 from tests.engine.conftest import mock_model
 from tests.servers import SPADEWORK
+from tests.trackers import tensorboard_points
 from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.registry import builtin_worlds
 from toolworlds.sandbox import SandboxPool
@@ -28,9 +29,12 @@ from trainers import journal
 from trainers.compare import ArmResult, compute_gaps
 from trainers.config import DesignerConfig, load_config
 from trainers.corpus import Corpus, open_source
-from trainers.designer.loop import DesignRun, DesignSettings
+from trainers.designer.loop import DesignRun, DesignSettings, IterationMetrics
 from trainers.designer.memory import RememberedWorld, WorldMemory, code_hash
-from trainers.selfplay import IterationReport, SelfPlay, read_iterations
+from trainers.pools import export_pool, read_pool
+from trainers.run_records import IterationReport, read_iterations
+from trainers.selfplay import SelfPlay
+from trainers.tracking import TENSORBOARD_DIR, NoTracker, Tracker, open_tracker
 
 TINY = ["run.iterations=1", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
@@ -106,7 +110,8 @@ def anyio_backend() -> str:
 
 @asynccontextmanager
 async def self_play(out: Path, url: str, overrides: list[str],
-                    remembered: RememberedWorld | None = None) -> AsyncIterator[SelfPlay]:  # fmt: skip
+                    remembered: RememberedWorld | None = None, tracker: Tracker | None = None,
+                    ) -> AsyncIterator[SelfPlay]:  # fmt: skip
     """The loop of cpu-tiny with `overrides`, without an update, against the scripted server at `url`."""
     config = load_config("cpu-tiny", overrides)
     agent = EpisodeSettings(mode="tokens", tokenizer=str(default_gguf()), max_turns=4, max_tokens_per_turn=128)
@@ -120,14 +125,14 @@ async def self_play(out: Path, url: str, overrides: list[str],
             if remembered is not None:
                 memory.remember(remembered)
             design = DesignRun("test", out, corpus, endpoints, sandbox, memory, settings)
-            yield SelfPlay(config, out, design, endpoints, agent, learner=None)
+            yield SelfPlay(config, out, design, endpoints, agent, learner=None, tracker=tracker or NoTracker())
 
 
 async def iterations(out: Path, url: str, ablation: str | None, remembered: RememberedWorld | None = None,
-                     extra: tuple[str, ...] = ()) -> SelfPlay:  # fmt: skip
+                     extra: tuple[str, ...] = (), tracker: Tracker | None = None) -> SelfPlay:  # fmt: skip
     """Two iterations through the loop without an update: what each switch changes is in the rows and files."""
     overrides = [*TINY, *extra, *([f"ablations.{ablation}=true"] if ablation else [])]
-    async with self_play(out, url, overrides, remembered) as loop:
+    async with self_play(out, url, overrides, remembered, tracker) as loop:
         for index in range(2):
             await loop.iteration(index)
     return loop
@@ -136,14 +141,23 @@ async def iterations(out: Path, url: str, ablation: str | None, remembered: Reme
 @pytest.mark.anyio
 @pytest.mark.parametrize("ablation", [None, "fixed_pool", "frozen_designer", "no_memory", "no_corpus"])
 async def test_each_ablation_changes_what_it_claims(tmp_path: Path, designing_url: str, ablation: str | None) -> None:
-    await iterations(tmp_path, designing_url, ablation)
+    with closing(open_tracker("tensorboard", tmp_path, "test", {})) as tracker:
+        await iterations(tmp_path, designing_url, ablation, tracker=tracker)
     reports = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    tracked = tensorboard_points(tmp_path / TENSORBOARD_DIR)
+    # the tracker got each iteration's numbers at its step, as train.jsonl and metrics.jsonl hold them
+    assert tracked["actor/return"] == {1: pytest.approx(reports[0]["agent_return"]),
+                                       2: pytest.approx(reports[1]["agent_return"])}  # fmt: skip
+    assert tracked["rows/agent"] == {1: reports[0]["rows"]["agent"], 2: reports[1]["rows"]["agent"]}
     designs = (tmp_path / "designs.jsonl").read_text().splitlines() if (tmp_path / "designs.jsonl").exists() else []
     last_prompt = json.loads(designs[-1])["sample"]["messages"][1]["content"] if designs else ""
     if ablation == "fixed_pool":
         assert not designs and all(r["rows"] == {"agent": 4, "designer": 0} for r in reports)
         return
     assert len(designs) == 4
+    designed = journal.read(tmp_path / "metrics.jsonl", IterationMetrics)
+    assert tracked["env/valid_worlds"] == {1: designed[0].valid_after_repair, 2: designed[1].valid_after_repair}
+    assert set(tracked["env/avg_regret"]) == {1, 2} and set(tracked["env/avg_r_hint"]) == {1, 2}
     # agent groups: the reference task's two (one per hint condition) and the designed world's two (both designs
     # are the scripted model's one world; its plays on seeds 0 and 1 open alike, so they are one group a side,
     # not four groups of one); and the designer's group where it trains
@@ -314,6 +328,27 @@ async def test_archived_frontier_worlds_are_replayed_least_reused_first(tmp_path
         assert {record["status"] for record in played} == {"ok"}
     with WorldMemory.open(tmp_path / "memory.sqlite") as memory:
         assert memory.training_pool(1)[0].reuse_count == 2
+
+
+@pytest.mark.anyio
+async def test_a_pool_exported_by_one_run_is_replayed_by_the_next(tmp_path: Path, designing_url: str) -> None:
+    first = tmp_path / "first"
+    frontier = RememberedWorld(code_hash=code_hash(EXAMPLE_WORLD), name="Library", iteration=0, document="pydoc:x",
+                               description="d", tools=["search"], source=EXAMPLE_WORLD, scores_plain=[0.0, 1.0],
+                               scores_hinted=[1.0], mean_plain=0.5, mean_hinted=1.0, regret=0.5, reward=0.5,
+                               status="frontier")  # fmt: skip
+    with WorldMemory.open(first / "memory.sqlite") as memory:
+        memory.remember(frontier)
+    async with SandboxPool() as sandbox:
+        await export_pool(first, tmp_path / "pool", sandbox)
+    [pooled] = read_pool(tmp_path / "pool")
+    second = tmp_path / "second"
+    async with self_play(second, designing_url, TINY, pooled) as loop:
+        await loop.iteration(0)
+    played = [json.loads(line) for line in (second / "archive" / f"0-0-{pooled.code_hash[:16]}" /
+                                            "episodes.jsonl").read_text().splitlines()]  # fmt: skip
+    assert len(played) == 4 and {record["status"] for record in played} == {"ok"}
+    assert [report.rows["agent"] for report in read_iterations(second)] == [16]  # 12 + 1 pooled task x 2 x 2
 
 
 def test_a_held_out_reference_play_never_becomes_a_training_row(tmp_path: Path) -> None:

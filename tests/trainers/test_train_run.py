@@ -27,16 +27,18 @@ from engine.local_models import default_gguf
 from engine.store import read_records
 from tests.engine.conftest import mock_model
 from tests.servers import SPADEWORK
+from tests.trackers import tensorboard_points
 from toolworlds.examples import EXAMPLE_WORLD
 from toolworlds.registry import builtin_worlds
 from trainers.frontier import FrontierTasks, tally_groups
 from trainers.suite import SUITES
+from trainers.tracking import TENSORBOARD_DIR
 
 TINY = ["run.iterations=2", "run.eval_seeds=1", "designer.documents=1", "designer.generations=2", "agent.plays=2",
         "agent.reference_tasks=1", "update.rows_per_update=2", "designer.smoke_seeds=2", "agent.archive_tasks=1",
         "run.eval_tasks=2", "agent.task_choice=frontier", "policy.lora_rank=4",
         "designer.format=python", "designer.vocabulary=free", "designer.task_text=written",
-        "designer.plan_calls=3"]  # the scripted designer writes Python worlds  # fmt: skip
+        "designer.plan_calls=3", "run.report_to=tensorboard"]  # the scripted designer writes Python worlds  # fmt: skip
 ADAPTER = "spadework-policy"
 ENV = {**os.environ, "COLUMNS": "200"}
 # Two whole runs with two TRL updates between them: 75 s of the default suite's 13.7 minutes on 2 cores, so
@@ -115,6 +117,12 @@ def test_a_killed_run_resumes_from_its_checkpoint(resumed_run: tuple[Path, subpr
     trainer_state = json.loads((out / "trainer" / "checkpoint-2" / "trainer_state.json").read_text())
     assert trainer_state["global_step"] == 2 and len(trainer_state["log_history"]) >= 2
     assert json.loads((out / "config.json").read_text())["update"]["rows_per_update"] == 2
+
+    # the tracker holds the whole run on one axis, the killed iteration once: held-out before (step 0) and after
+    # iteration 1 (step 2), and each iteration's TRL update under train/
+    tracked = tensorboard_points(out / TENSORBOARD_DIR)
+    assert set(tracked["eval/success"]) == {0, 2} and set(tracked["train/loss"]) == {1, 2}
+    assert set(tracked["env/avg_regret"]) == {1, 2} and set(tracked["actor/all_zero_std"]) == {1, 2}
 
 
 def test_the_adapter_trains_and_reaches_the_server(resumed_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:

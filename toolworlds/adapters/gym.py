@@ -19,9 +19,9 @@ import gymnasium
 from gymnasium import spaces
 
 from toolworlds.adapters.blocking import BlockingEpisode, BlockingWorld
-from toolworlds.core import Finish, StepResult, Task, ToolCall, error_observation
+from toolworlds.core import Finish, StepResult, Task, ToolCall, action_of, error_observation, named_call
 from toolworlds.registry import available_worlds
-from toolworlds.tool import FINISH_FUNCTION, FINISH_TOOL
+from toolworlds.tool import FINISH_FUNCTION
 
 MAX_TEXT = 1 << 20  # characters in an observation or an action
 
@@ -124,19 +124,13 @@ def parse_action(action: str) -> ToolCall | Finish | str:
     arguments = call.get("arguments", {})
     if not isinstance(arguments, dict):
         return f'"arguments" of {call["name"]} must be a JSON object'
-    if call["name"] == FINISH_TOOL:
-        answer = arguments.get("answer")
-        return Finish(answer=None if answer is None else str(answer))
-    return ToolCall(name=call["name"], arguments=arguments)
+    return action_of(call["name"], arguments)
 
 
 def action_text(action: ToolCall | Finish) -> str:
     """An action as an agent writes it."""
-    if isinstance(action, Finish):
-        return json.dumps(
-            {"name": FINISH_TOOL, "arguments": {} if action.answer is None else {"answer": action.answer}}
-        )
-    return json.dumps({"name": action.name, "arguments": action.arguments}, ensure_ascii=False)
+    name, arguments = named_call(action)
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
 def register() -> None:

@@ -21,7 +21,7 @@ from types import GenericAlias
 from typing import Any, ClassVar, Literal, Union
 
 from toolworlds.adapters.blocking import BlockingEpisode, BlockingWorld
-from toolworlds.core import Finish, StepResult, ToolCall, error_observation
+from toolworlds.core import StepResult, action_of, error_observation
 from toolworlds.tool import FINISH_TOOL
 
 _BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern",
@@ -71,10 +71,7 @@ class ToolworldEnvironment:
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         if self._score is not None:
             return json.dumps(error_observation("episode_over", "the episode has ended; no tool can be called"))
-        action = (
-            Finish(answer=arguments.get("answer")) if name == FINISH_TOOL else ToolCall(name=name, arguments=arguments)
-        )
-        result = self._opened().step(action)
+        result = self._opened().step(action_of(name, arguments))
         self._end_if_done(result)
         return json.dumps(result.observation, ensure_ascii=False)
 

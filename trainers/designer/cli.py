@@ -27,7 +27,7 @@ from trainers.corpus import Corpus, open_source
 from trainers.designer.loop import DesignRun, IterationMetrics, completed_iterations, run_iteration
 from trainers.designer.memory import WorldMemory
 from trainers.documents import CorpusError
-from trainers.run_settings import agent_settings, design_settings, embedded_server, policy_source
+from trainers.run_settings import agent_settings, design_settings, embedded_server, policy_source, pool_worlds
 
 log = structlog.get_logger()
 
@@ -83,6 +83,7 @@ def design(
     agent = agent_settings(config, name, tokenizer, sampling, completions, served.context if served else None)
     settings = design_settings(config, agent, name, tokenizer, sampling, completions,
                                served.parallel if served else None)  # fmt: skip
+    from_pool = pool_worlds(config)
     out.mkdir(parents=True, exist_ok=True)
     _claim(out, {"config": config.model_dump(mode="json", exclude=CONTINUABLE)})
     first = completed_iterations(out)
@@ -96,6 +97,8 @@ def design(
             sandbox = await stack.enter_async_context(SandboxPool())
             pool = await stack.enter_async_context(EndpointPool.open(urls))
             archive = stack.enter_context(WorldMemory.open(memory or out / "memory.sqlite"))
+            if from_pool:
+                log.info("archive started from a pool", worlds=sum(archive.remember(world) for world in from_pool))
             run = DesignRun(uuid.uuid4().hex[:12], out, corpus, pool, sandbox, archive, settings, config.run.seed)
             for iteration in range(first, config.run.iterations):
                 log.info("designer iteration", iteration=iteration, documents=config.designer.documents,

@@ -143,6 +143,10 @@ class WorldMemory:
         rows = self._db.execute("SELECT status, COUNT(*) FROM worlds GROUP BY status").fetchall()
         return {status: 0 for status in ("too_easy", "frontier", "too_hard")} | {r[0]: r[1] for r in rows}
 
+    def worlds(self) -> list[RememberedWorld]:
+        """Every world in the archive, oldest first."""
+        return [_world(row) for row in self._db.execute("SELECT * FROM worlds ORDER BY created_at, code_hash")]
+
     def prompt_examples(self, per_status: int = 1) -> list[RememberedWorld]:
         """The newest `per_status` worlds of each kind: what the designer is shown of its past."""
         examples = []
