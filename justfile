@@ -233,14 +233,14 @@ adapter-gym world="banking" seed="0":
 # TRL's own GRPOTrainer, one step on the embedded model, with a world as its environment_factory.
 [group('adapters')]
 adapter-trl:
-    python docs/examples/trl_orders.py
+    python docs/examples/trl_library.py
 
 # A world over OpenEnv's protocol: `serve --openenv` started, its reference solution played by OpenEnv's client.
 [group('adapters')]
 adapter-openenv world="banking" seed="0":
     python -m toolworlds.adapters.openenv {{world}} {{seed}}
 
-# verifiers' own evaluation (what vf-eval runs) of a world's tasks, played by the embedded model, scored by its grade.
+# verifiers' own evaluation (what vf-eval runs) of a world's tasks, played by the embedded model.
 [group('adapters')]
 adapter-verifiers world="banking" tasks="2":
     python -m toolworlds.adapters.verifiers {{world}} {{tasks}}
