@@ -228,8 +228,3 @@ def _remembered(row: dict[str, Any], where: str) -> RememberedWorld:
 
 def _score(value: object) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and 0.0 <= value <= 1.0
-
-
-def archive_pool(memory: WorldMemory, path: Path) -> int:
-    """Remember every world of the pool at `path` (read and checked whole first); how many were new."""
-    return sum(memory.remember(world) for world in read_pool(path))

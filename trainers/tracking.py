@@ -204,7 +204,6 @@ class TrackerError(RuntimeError):
 
 def open_tracker(kind: TrackerKind, out: Path, run_id: str, config: Mapping[str, Any], resume: bool = False) -> Tracker:
     """The tracker `run.report_to` names, for the run in `out` (its run name is the directory's name)."""
-    package = {"trackio": "trackio", "tensorboard": "tensorboard", "wandb": "wandb"}.get(kind)
     try:
         if kind == "trackio":
             tracker: Tracker = TrackioTracker(out.resolve().name, config, resume)
@@ -215,7 +214,7 @@ def open_tracker(kind: TrackerKind, out: Path, run_id: str, config: Mapping[str,
         else:
             tracker = NoTracker()
     except ImportError as error:
-        raise TrackerError(f"run.report_to={kind} needs the {package} package ({error}): pip install "
+        raise TrackerError(f"run.report_to={kind} needs the {kind} package ({error}): pip install "
                            f"'spadework[tracking]', or set run.report_to=none") from None  # fmt: skip
     log.info("tracking", report_to=kind, run=out.resolve().name)
     return tracker
