@@ -46,7 +46,9 @@ ModelOption = Annotated[
 ]
 OutOption = Annotated[Path | None, typer.Option(help="Run folder; an existing one is resumed.")]
 
-bench_app = typer.Typer(help="Public benchmarks: BFCL v4 multi-turn and ACEBench Agent.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Public benchmarks: BFCL v4 multi-turn, ACEBench Agent and tau2-bench.", no_args_is_help=True
+)
 
 
 @bench_app.command("bfcl-v4")
@@ -195,6 +197,76 @@ def acebench(
         table.add_row(split.language, split.kind, f"{split.end_state:.1%}", f"{split.process:.1%}", str(split.total))
     for language, value in summary.score.agent.items():
         table.add_row(language, "agent score", f"{value:.1%}", "", "")
+    Console().print(table)
+    Console().print(f"results: {out / 'results.json'}, {out / 'results.md'} ({summary.seconds:.0f} s)")
+    exit_if_infrastructure_failed(played_records(out, seeds), max_failed_share)
+
+
+@bench_app.command("tau2")
+def tau2(
+    domain: Annotated[str, typer.Option(help="airline or retail.")] = "airline",
+    split: Annotated[
+        str, typer.Option(help="base (every task: the leaderboard's), train or test (the release's held-out half).")
+    ] = "base",
+    limit: Annotated[int | None, typer.Option(min=1, help="The first N tasks of the split.")] = None,
+    ids: Annotated[str | None, typer.Option(help="Comma-separated task ids (0,1,...) instead of a split.")] = None,
+    trials: Annotated[int, typer.Option(min=1, help="Simulations per task (pass^k for k up to it).")] = 1,
+    endpoint: EndpointOption = [],  # noqa: B006
+    model: ModelOption = None,
+    user_endpoint: Annotated[
+        list[str], typer.Option(help="The user simulator's OpenAI base URL (default: the agent's endpoints).")
+    ] = [],  # noqa: B006
+    user_model: Annotated[str | None, typer.Option(help="The user simulator's model (default: the agent's).")] = None,
+    judge_endpoint: Annotated[
+        list[str], typer.Option(help="The NL-assertion judge's base URL (retail; default: the user's endpoints).")
+    ] = [],  # noqa: B006
+    judge_model: Annotated[str | None, typer.Option(help="The judge's model (default: the user's).")] = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="Messages per simulation (the official 200).")] = 200,
+    max_errors: Annotated[int, typer.Option(min=1, help="Tool errors per simulation (the official 10).")] = 10,
+    concurrency: Annotated[int, typer.Option(min=1, help="Simulations played at once.")] = 16,
+    temperature: Annotated[float, typer.Option(min=0.0, help="The agent's temperature (the official 0).")] = 0.0,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Completion tokens per agent reply.")] = 1024,
+    request_timeout: RequestTimeoutOption = 600.0,
+    local_model: LocalModelOption = "default",
+    local_parallel: LocalParallelOption = 4,
+    out: OutOption = None,
+    max_failed_share: MaxFailedShareOption = MAX_FAILED_SHARE,
+    progress: ProgressOption = True,
+) -> None:
+    """tau2-bench (airline, retail): the official tools, database, user simulator and reward; pass^k."""
+    from benchmarks.tau2.data import DOMAINS, SPLITS, load_domain
+    from benchmarks.tau2.run import Tau2Run, UnknownTask, choose, run_tau2
+
+    chosen_domain = _names(domain, DOMAINS, "--domain")
+    if len(chosen_domain) != 1:
+        raise typer.BadParameter("one domain per run", param_hint="--domain")
+    _names(split, SPLITS, "--split")
+    data = load_domain(chosen_domain[0])
+    try:
+        seeds = choose(data, split, limit, ids.split(",") if ids else None)
+    except UnknownTask as error:
+        raise typer.BadParameter(str(error), param_hint="--ids") from None
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = out or Path("benchmarks/results") / f"tau2-{data.name}-{stamp}"
+    options = ModelOptions(endpoint, model, temperature, max_tokens, request_timeout, local_model, local_parallel)
+    with options.served() as (urls, where, name):
+        # native: the official reads only `tool_calls`, whose arguments must be JSON objects
+        settings = options.settings("chat", name, max_turns=max_steps, calls="native")
+        users = ", ".join(user_endpoint) if user_endpoint else where
+        spec = Tau2Run(run=out.name, domain=data.name, endpoint=where, settings=settings, trials=trials,
+                       user_model=user_model or name, user_endpoint=users,
+                       judge_model=judge_model or user_model or name,
+                       judge_endpoint=", ".join(judge_endpoint) if judge_endpoint else users,
+                       max_steps=max_steps, max_errors=max_errors)  # fmt: skip
+        try:
+            summary = run_tau2(out, spec, seeds, urls, user_endpoint or None, judge_endpoint or user_endpoint or None,
+                               concurrency, progress)  # fmt: skip
+        except StoreError as error:
+            raise typer.BadParameter(str(error), param_hint="--out") from None
+    table = Table("domain", "tasks", "trials", "avg reward", *(f"pass^{k}" for k in summary.pass_hat_ks),
+                  title=f"tau2-bench, {summary.label}")  # fmt: skip
+    table.add_row(summary.domain, str(summary.tasks), str(summary.trials), f"{summary.avg_reward:.3f}",
+                  *(f"{value:.1%}" for value in summary.pass_hat_ks.values()))  # fmt: skip
     Console().print(table)
     Console().print(f"results: {out / 'results.json'}, {out / 'results.md'} ({summary.seconds:.0f} s)")
     exit_if_infrastructure_failed(played_records(out, seeds), max_failed_share)

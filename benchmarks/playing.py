@@ -55,9 +55,11 @@ class Selection:
 
 @dataclass(frozen=True)
 class Played:
-    """The run folder's records, by seed, and how long this invocation took."""
+    """The run folder's records, by seed (the first trial) and by (seed, trial), and how long this invocation
+    took."""
 
     records: dict[int, EpisodeRecord]
+    trials: dict[tuple[int, int], EpisodeRecord]
     seconds: float
 
 
@@ -67,11 +69,12 @@ Environments = Callable[[EndpointPool], AbstractAsyncContextManager[Callable[[],
 
 
 def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: list[str], environments: Environments,
-              concurrency: int, progress: bool = True, retries: int = 2) -> Played:  # fmt: skip
-    """Play the episodes of `seeds` that `out`'s store does not hold, `concurrency` at a time, and read back
+              concurrency: int, progress: bool = True, retries: int = 2, trials: int = 1) -> Played:  # fmt: skip
+    """Play `trials` episodes (samples 0, 1...) of each of `seeds` that `out`'s store does not hold, `concurrency`
+    at a time, and read back
     every record the folder holds: its results cover the whole run, however few entries this invocation chose
     (a rerun with a smaller --limit rewrote them as if the rest had never been played)."""
-    keys = [EpisodeKey(world=world, seed=seed, sample=0, hinted=False) for seed in seeds]
+    keys = [EpisodeKey(world=world, seed=seed, sample=trial, hinted=False) for trial in range(trials) for seed in seeds]
     started = time.perf_counter()
     with TrajectoryStore.open(out, spec) as store:
         stats = RolloutStats(planned=len(keys))  # the rollout skips what the store holds
@@ -84,5 +87,6 @@ def play_keys(out: Path, spec: BenchPlan, world: str, seeds: list[int], urls: li
         console = Console(stderr=True)
         with live_progress(stats, console, progress):
             anyio.run(main)
-    records = {record.key.seed: record for record in read_records(out)}
-    return Played(records, time.perf_counter() - started)
+    every = {(record.key.seed, record.key.sample): record for record in read_records(out)}
+    records = {seed: record for (seed, trial), record in every.items() if trial == 0}
+    return Played(records, every, time.perf_counter() - started)

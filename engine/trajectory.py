@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 Status = Literal["ok", "truncated", "infra_error"]
 Role = Literal["agent", "designer"]
-Caller = Literal["agent", "designer", "user"]  # who asks the model: a role, or a benchmark's simulated user
+Caller = Literal["agent", "designer", "user", "judge"]  # who asks the model: a role, or a benchmark's other parties
 EPISODE_HEADER = "X-Spadework-Episode"
 
 

@@ -3,7 +3,7 @@
 The loop (`common_inference.multi_turn_inference` / `multi_step_inference`, see `prompts`): messages go
 between user, agent and execution, each produced by whoever the last message was for; it ends when a message
 from the third on says "finish conversation" or after 40 messages. The engine samples the agent; this
-environment plays the other two (the apps through `AceBackends`, the user through `UserSimulator`).
+environment plays the other two (the apps through `AceBackends`, the user through a `benchmarks.parties.Party`).
 
 Two protocols (`Protocol`):
 - `prompt`, the benchmark's own: every step the agent gets one system prompt and one user prompt holding the
@@ -36,7 +36,7 @@ from benchmarks.acebench.prompts import (
     render_history,
     simulator_messages,
 )
-from benchmarks.acebench.simulator import UserSimulator
+from benchmarks.parties import Party
 from engine.conversation import Conversation, UserTurn
 from engine.messages import Message as ChatMessage
 from engine.messages import OpenAITool
@@ -53,7 +53,7 @@ class AceConversation(Conversation):
 
     description = "ACEBench Agent"
 
-    def __init__(self, tasks: Sequence[AceTask], protocol: Protocol, simulator: UserSimulator | None,
+    def __init__(self, tasks: Sequence[AceTask], protocol: Protocol, simulator: Party | None,
                  max_messages: int = MAX_MESSAGES) -> None:  # fmt: skip
         self.tasks, self.protocol, self.simulator = tasks, protocol, simulator
         self.max_messages = max_messages  # the benchmark's is 40; fewer makes a run cheaper and not comparable
@@ -164,7 +164,7 @@ class AceConversation(Conversation):
         if conversation_over(index, message.content) or index + 1 >= self.max_messages:
             self._over = True
 
-    def _simulator(self) -> UserSimulator:
+    def _simulator(self) -> Party:
         if self.simulator is None:
             raise RuntimeError("multi_turn tasks need a user simulator")
         return self.simulator

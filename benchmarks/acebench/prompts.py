@@ -29,6 +29,8 @@ from benchmarks.acebench.data import VENDORED, AceTask, Kind, Language
 
 STOP_PHRASE = "finish conversation"
 MAX_MESSAGES = 40  # --max-dialog-turns: messages the loop produces (user, agent and execution alike)
+# The reference's user (`APIModel_user.APIUSER`) samples so, with gpt-4o by default.
+USER_SAMPLING = {"temperature": 0.001, "max_tokens": 1000}
 MULTI_TURN_CALL = re.compile(r"\[.*\]")  # re.search, then the text must decode
 MULTI_STEP_CALL = re.compile(r"\[.*?\]")  # re.match: only sets the recipient; every message is executed anyway
 SPEAKER_PREFIXES = ("user:", "agent:")

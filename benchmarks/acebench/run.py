@@ -20,8 +20,8 @@ from typing import Any, Literal
 from benchmarks.acebench.checker import AceScore, TaskScore, agent_score
 from benchmarks.acebench.data import AceTask
 from benchmarks.acebench.environment import WORLD, AceConversation, Protocol
-from benchmarks.acebench.prompts import MAX_MESSAGES
-from benchmarks.acebench.simulator import UserSimulator
+from benchmarks.acebench.prompts import MAX_MESSAGES, USER_SAMPLING
+from benchmarks.parties import Party
 from benchmarks.playing import BenchPlan, play_keys
 from engine.endpoints import EndpointPool
 from engine.environments import Environment
@@ -117,7 +117,8 @@ def run_acebench(out: Path, spec: AceRun, tasks: list[AceTask], urls: list[str],
     async def conversations(pool: EndpointPool) -> AsyncIterator[Callable[[], Environment]]:
         async with AsyncExitStack() as stack:
             users = pool if user_urls is None else await stack.enter_async_context(EndpointPool.open(user_urls))
-            simulator = UserSimulator(users, spec.user_model, spec.run, spec.settings.request_timeout_s)
+            timeout = spec.settings.request_timeout_s
+            simulator = Party(users, spec.user_model, spec.run, WORLD, "user", timeout, USER_SAMPLING)
             yield lambda: AceConversation(tasks, spec.protocol, simulator, spec.max_messages)
 
     played = play_keys(out, spec, WORLD, seeds, urls, conversations, concurrency, progress)

@@ -19,10 +19,10 @@ import pytest
 
 from benchmarks.acebench.checker import end_state_correct
 from benchmarks.acebench.data import AceTask, load_tasks
-from benchmarks.acebench.environment import AceConversation, Protocol
-from benchmarks.acebench.prompts import STOP_PHRASE
+from benchmarks.acebench.environment import WORLD, AceConversation, Protocol
+from benchmarks.acebench.prompts import STOP_PHRASE, USER_SAMPLING
 from benchmarks.acebench.replay import DONE, GO_ON, OPENING
-from benchmarks.acebench.simulator import UserSimulator
+from benchmarks.parties import Party
 from engine.endpoints import EndpointPool
 from engine.store import read_records
 from tests.benchmarks import runs
@@ -120,7 +120,7 @@ async def test_the_simulated_user_answers_text_and_the_agent_is_told_in_its_prot
     scripted: str, tasks: list[AceTask], protocol: Protocol, told: str
 ) -> None:
     async with EndpointPool.open([scripted]) as pool:
-        dialogue = AceConversation(tasks, protocol, UserSimulator(pool, "default", "talk"))
+        dialogue = AceConversation(tasks, protocol, Party(pool, "default", "talk", WORLD, sampling=USER_SAMPLING))
         task = await dialogue.reset(0)  # en multi_turn 0: the user opens
         assert task.instruction == OPENING and [m.sender for m in dialogue.dialogue] == ["user"]
         turn = await dialogue.user_turn("Whom should I write to?")

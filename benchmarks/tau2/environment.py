@@ -1,0 +1,194 @@
+"""One tau2 task as an engine environment: the official half-duplex orchestrator, driven by the engine's samples.
+
+The official loop (`orchestrator.Orchestrator`, text half-duplex) passes one message at a time: the agent
+greets ("Hi! How can I help you today?"), the user simulator answers; an agent message with tool calls goes to
+the environment, whose results go back to the agent; one without goes to the user. Each message is a step.
+It ends when the user says `###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###` (user_stop), after 200 steps
+(max_steps) or 10 tool errors (too_many_errors); the limits are checked after every step that does not hand
+over to the environment, even one that already ended it. The agent cannot end it (outside solo mode the
+official agent's `###STOP###` is only text). A message with neither text nor calls is refused by the official
+message check, which fails the simulation as an infrastructure error, and so does a tool call whose arguments
+are not a JSON object (its client decodes them): so they end it here (`empty_agent_message`,
+`agent_call_not_json`; an empty user message is a bad answer from the user's endpoint). The engine samples
+the agent; this environment plays the tools (`toolkit`), the user and the evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from benchmarks.parties import Party
+from benchmarks.tau2.data import DomainData, Tau2Task, user_guidelines
+from benchmarks.tau2.evaluator import Said, Termination, evaluate
+from benchmarks.tau2.toolkit import Toolkit
+from engine.environments import Ending, Opening, Response
+from engine.messages import Message
+from engine.parsing import ParsedReply
+from engine.settings import Mode
+from engine.trajectory import EpisodeKey
+from engine.transport import EndpointFailure
+from toolworlds.episode import Grade
+
+GREETING = "Hi! How can I help you today?"
+STOP, TRANSFER, OUT_OF_SCOPE = "###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"
+MAX_STEPS = 200  # the official CLI's --max-steps default
+MAX_ERRORS = 10  # its --max-errors default
+AGENT_INSTRUCTION = """You are a customer service agent that helps the user according to the <policy> provided below.
+In each turn you can either:
+- Send a message to the user.
+- Make a tool call.
+You cannot do both at the same time.
+
+Try to be helpful and always follow the policy. Always make sure you generate valid JSON only."""
+AGENT_SYSTEM = "<instructions>\n{instruction}\n</instructions>\n<policy>\n{policy}\n</policy>"
+USER_SYSTEM = "{guidelines}\n\n<scenario>\n{instructions}\n</scenario>"
+Destination = Literal["user", "agent", "env"]
+
+
+def agent_system_prompt(policy: str) -> str:
+    return AGENT_SYSTEM.format(instruction=AGENT_INSTRUCTION, policy=policy)
+
+
+def user_system_prompt(task: Tau2Task) -> str:
+    return USER_SYSTEM.format(guidelines=user_guidelines(), instructions=str(task.user_scenario))
+
+
+def user_stops(content: str) -> bool:
+    return STOP in content or TRANSFER in content or OUT_OF_SCOPE in content
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_steps: int = MAX_STEPS
+    max_errors: int = MAX_ERRORS
+
+
+@dataclass
+class Dialogue:
+    """What one simulation has said so far, and where it stands."""
+
+    said: list[Said] = field(default_factory=list)  # the official trajectory, in order (the evaluator reads it)
+    user_view: list[dict[str, Any]] = field(default_factory=list)  # the user simulator's chat, roles flipped
+    steps: int = 0
+    errors: int = 0
+    termination: Termination | None = None
+
+
+class Tau2Conversation:
+    """One task per episode: the episode's seed is the task's index in `tasks`; its sample is the trial."""
+
+    def __init__(self, domain: DomainData, tasks: list[Tau2Task], user: Party, judge: Party | None,
+                 limits: Limits = Limits()) -> None:  # fmt: skip
+        self.domain, self.tasks, self.user, self.judge, self.limits = domain, tasks, user, judge, limits
+        self._task: Tau2Task | None = None
+        self._toolkit: Toolkit | None = None
+        self._key = EpisodeKey(world=user.world, seed=0)
+        self.dialogue = Dialogue()
+
+    @property
+    def task(self) -> Tau2Task:
+        if self._task is None:
+            raise RuntimeError("call start(seed) first")
+        return self._task
+
+    @property
+    def toolkit(self) -> Toolkit:
+        if self._toolkit is None:
+            raise RuntimeError("call start(seed) first")
+        return self._toolkit
+
+    async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening:
+        self._task, self._toolkit = self.tasks[seed], self.domain.fresh_toolkit()
+        self._key = EpisodeKey(world=self.user.world, seed=seed)
+        self.dialogue = Dialogue(said=[Said("assistant", GREETING)], user_view=[{"role": "user", "content": GREETING}])
+        first = await self._user_step()
+        system: Message = {"role": "system", "content": agent_system_prompt(self.domain.policy)}
+        greeting: Message = {"role": "assistant", "content": GREETING}
+        return Opening([system, greeting, {"role": "user", "content": first}], list(self.domain.tools))
+
+    def prompt(self, messages: list[Message]) -> list[Message]:
+        return messages
+
+    async def respond(self, message: Message, reply: ParsedReply, turn: int) -> Response:
+        dialogue = self.dialogue
+        content = message.get("content")
+        text = content if isinstance(content, str) else None
+        calls = [{"name": call.name, "arguments": call.arguments} for call in reply.calls]
+        unreadable = next((call.problem for call in reply.calls if call.problem), None)
+        if unreadable is not None:  # the official client decodes every call's arguments, and fails the simulation
+            return Response(ending=Ending("infra_error", "agent_call_not_json", detail=unreadable))
+        if not calls and not (text or "").strip():
+            detail = "AssistantMessage must have either content or tool_calls"
+            return Response(ending=Ending("infra_error", "empty_agent_message", detail=detail))
+        dialogue.said.append(Said("assistant", text, calls or None))
+        destination: Destination = "env" if reply.calls else "user"
+        self._count_step(destination)
+        if dialogue.termination is not None:
+            return await self._end()
+        if destination == "user":
+            if text is not None and text.strip():  # the official user never sees an empty message
+                dialogue.user_view.append({"role": "user", "content": text})
+            said = await self._user_step()
+            if dialogue.termination is not None:
+                return await self._end()
+            return Response([{"role": "user", "content": said}])
+        results: list[Message] = []
+        for position, call in enumerate(reply.calls):
+            outcome = self.toolkit.call(call.name, dict(call.arguments))
+            outcome_content, error = outcome.content, outcome.error
+            dialogue.errors += error
+            dialogue.said.append(Said("tool", outcome_content))
+            results.append({"role": "tool", "tool_call_id": call.id or f"call_{turn}_{position}",
+                            "content": outcome_content})  # fmt: skip
+        self._count_step("agent")
+        response = Response(results, tool_calls=len(reply.calls), problems=list(reply.problems))
+        if dialogue.termination is not None:
+            response.ending = await self._ending()
+        return response
+
+    async def _user_step(self) -> str:
+        """The user simulator's next message (a step); it may end the simulation."""
+        dialogue = self.dialogue
+        system = {"role": "system", "content": user_system_prompt(self.task)}
+        answer = await self.user.answer(self._key, [system, *dialogue.user_view])
+        content = answer.get("content")
+        said = content if isinstance(content, str) else ""
+        if not said.strip():
+            raise EndpointFailure("bad_response", "the user simulator's message is empty (UserMessage must have "
+                                  "either content or tool_calls)", retryable=False)  # fmt: skip
+        dialogue.said.append(Said("user", said))
+        dialogue.user_view.append({"role": "assistant", "content": said})
+        if user_stops(said):
+            dialogue.termination = "user_stop"
+        self._count_step("agent")
+        return said
+
+    def _count_step(self, destination: Destination) -> None:
+        """One message passed; unless it went to the environment, the limits are checked (and win)."""
+        dialogue = self.dialogue
+        dialogue.steps += 1
+        if destination == "env":
+            return
+        if dialogue.steps >= self.limits.max_steps:
+            dialogue.termination = "max_steps"
+        if dialogue.errors >= self.limits.max_errors:
+            dialogue.termination = "too_many_errors"
+
+    async def _end(self) -> Response:
+        return Response(ending=await self._ending())
+
+    async def _ending(self) -> Ending:
+        grade = await self.grade()
+        termination = self.dialogue.termination
+        return Ending.on_state(grade, None if termination in ("agent_stop", "user_stop") else termination)
+
+    async def grade(self) -> Grade:
+        reward = await evaluate(self.domain, self.task, self.dialogue.termination, self.dialogue.said,
+                                self.toolkit, self.judge, self._key)  # fmt: skip
+        card = {**reward, "steps": self.dialogue.steps, "errors": self.dialogue.errors}
+        return Grade(score=float(reward["reward"]), scorecard=json.dumps(card))
+
+    async def close(self) -> None:
+        self._toolkit = None

@@ -1,0 +1,213 @@
+"""A weak agent, a plain user and a rule-bound judge playing tau2, scripted from the request alone.
+
+Replies depend only on what a request says, never on who sent it, so spadework's harness and the official
+pipeline (sierra-research/tau2-bench's `tau2 run`, whose agent, user and judge are litellm clients) can be
+pointed at one server and asked the same questions. The user opens with a tag naming the task (so the agent's
+requests tell which task they are for) and says "Please go on." until the agent says it is done; the agent
+plays the task's gold actions with one deterministic mistake (`MISTAKES`: an agent's or the user's), then
+says it is done and what its task asks to communicate; the judge meets an assertion exactly when the agent
+saw no tool error in the conversation. Every request is kept (task, role, digest), in arrival order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from benchmarks.tau2.data import DomainData, Tau2Task
+
+OPENING = "Hi, I need help with my request."
+GO_ON = "Please go on."
+THANKS = "Thank you, that is all. ###STOP###"
+DONE = "Done."
+UNREADABLE: dict[str, Any] = {}  # stands for arguments sent as text that is not JSON
+MISTAKES = (
+    "perfect",
+    "wrong_tool_name",  # the first state-changing call's name misspelt
+    "missing_argument",  # the first state-changing call without its first argument
+    "changed_value",  # the first state-changing call's first string argument changed
+    "skipped_write",  # the last state-changing gold action left out
+    "repeated_write",  # the last state-changing gold action made twice
+    "silent",  # done without saying what the task asks to communicate
+    "early_stop",  # ###STOP### before any call
+    "parallel_calls",  # the first two calls in one message
+    "unreadable_arguments",  # the first state-changing call's arguments not JSON
+    "text_with_call",  # the first call with a sentence in the same message
+    "empty_message",  # an empty message first
+    "calculator",  # a calculate call first
+    "error_storm",  # unknown tools until the error limit
+    "endless_chat",  # questions until the step limit
+    "user_transfer",  # the user asks for a human after the agent's first message
+    "user_out_of_scope",  # the user gives up after the agent's first message
+    "user_empty",  # the user's second message is empty
+)
+TAG = re.compile(r"\[tau2 task (\w+)/(\S+)\]")
+JUDGE_OPENING = "\n        TASK"
+USER_OPENING = "# User Simulation Guidelines"
+
+
+def plan(domain: DomainData, tasks: list[Tau2Task]) -> dict[str, str]:
+    """Task id -> mistake: one mistake per task, in turn, over those of `tasks` whose gold actions change the
+    database (so a wrong write shows), one task per scenario (the user's requests show only the scenario); a
+    task with something to communicate, if any, gets `silent`."""
+    writes = _mutating(domain)
+    seen: set[str] = set()
+    chosen: list[Tau2Task] = []
+    for task in tasks:
+        scenario = str(task.user_scenario)
+        if scenario not in seen and any(writes[action.name] for action in task.gold_actions):
+            seen.add(scenario)
+            chosen.append(task)
+    chosen = chosen[: len(MISTAKES)]
+    mistakes = {task.id: MISTAKES[place % len(MISTAKES)] for place, task in enumerate(chosen)}
+    talking = [task.id for task in chosen if task.evaluation_criteria and task.evaluation_criteria.communicate_info]
+    silent = next(task for task, mistake in mistakes.items() if mistake == "silent")
+    if talking and silent not in talking:
+        mistakes[silent], mistakes[talking[0]] = mistakes[talking[0]], "silent"
+    return mistakes
+
+
+def digest(body: dict[str, Any]) -> str:
+    """What a request asks, whoever sent it: each message's role, text (None and "" alike), calls (name and
+    decoded arguments) and the id a tool result answers, and the tools offered (by their whole schema)."""
+    messages = []
+    for message in body["messages"]:
+        calls = [(call["function"]["name"], json.loads(call["function"]["arguments"] or "{}"))
+                 for call in message.get("tool_calls") or []]  # fmt: skip
+        messages.append([message["role"], message.get("content") or None, calls, message.get("tool_call_id")])
+    tools = body.get("tools") or []
+    text = json.dumps({"messages": messages, "tools": tools}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ImperfectTau2:
+    """The scripted agent, user and judge for `chosen` (task id -> mistake) of one domain."""
+
+    def __init__(self, domain: DomainData, chosen: dict[str, str]) -> None:
+        self.domain, self.chosen = domain, chosen
+        self.tasks = {task.id: task for task in domain.tasks if task.id in chosen}
+        self.by_scenario = {str(task.user_scenario): task.id for task in self.tasks.values()}
+        self.writes = _mutating(domain)
+        self.requests: list[tuple[str, str, str]] = []
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        system = str(messages[0].get("content") or "")
+        if system.startswith(JUDGE_OPENING):
+            task, role = self._tagged(str(messages[1]["content"])), "judge"
+            reply: dict[str, Any] = {"role": "assistant", "content": self._verdict(str(messages[1]["content"]))}
+        elif system.startswith(USER_OPENING):
+            task = next(task for scenario, task in self.by_scenario.items() if scenario in system)
+            role = "user"
+            reply = {"role": "assistant", "content": self._user(task, messages[1:])}
+        else:
+            task, role = self._tagged(str(messages[2]["content"])), "agent"
+            reply = self._agent(task, messages)
+        self.requests.append((task, role, digest(body)))
+        return {"id": "scripted", "object": "chat.completion", "model": body.get("model", "imperfect"),
+                "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}  # fmt: skip
+
+    def _tagged(self, text: str) -> str:
+        found = TAG.search(text)
+        if found is None:
+            raise ValueError(f"no task tag in {text[:200]!r}")
+        return found.group(2)
+
+    def _verdict(self, prompt: str) -> str:
+        assertions = prompt.rsplit("expectedOutcomes:", 1)[1].strip()
+        met = "Error:" not in prompt
+        results = [{"expectedOutcome": assertions, "reasoning": "scripted", "metExpectation": met}]
+        return json.dumps({"results": results})
+
+    def _user(self, task: str, chat: list[dict[str, Any]]) -> str:
+        """The user's next message; in its chat the agent speaks as `user`, the user as `assistant`."""
+        said = sum(message["role"] == "assistant" for message in chat)
+        mistake = self.chosen[task]
+        if said == 0:
+            return f"[tau2 task {self.domain.name}/{task}] {OPENING}"
+        last = str(chat[-1].get("content") or "")
+        if said == 1 and mistake == "user_transfer":
+            return "I want a human agent. ###TRANSFER###"
+        if said == 1 and mistake == "user_out_of_scope":
+            return "I don't know how to go on. ###OUT-OF-SCOPE###"
+        if said == 1 and mistake == "user_empty":
+            return ""
+        return THANKS if last.startswith(DONE) else GO_ON
+
+    def _agent(self, task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The agent's next message: the place in its plan is the number of its messages after the greeting."""
+        place = sum(message["role"] == "assistant" for message in messages[2:])
+        script = self._script(task)
+        if place < len(script):
+            return script[place]
+        if self.chosen[task] == "endless_chat":
+            return {"role": "assistant", "content": f"Could you tell me more ({place})?"}
+        return {"role": "assistant", "content": "###STOP###"}
+
+    def _script(self, task_id: str) -> list[dict[str, Any]]:
+        task, mistake = self.tasks[task_id], self.chosen[task_id]
+        gold = [(action.name, dict(action.arguments)) for action in task.gold_actions]
+        criteria = task.evaluation_criteria
+        infos = [] if criteria is None else list(criteria.communicate_info or [])
+        done = DONE if mistake == "silent" or not infos else f"{DONE} " + " ".join(infos)
+        calls: list[list[tuple[str, dict[str, Any]]]] = [[call] for call in gold]
+        prefix: list[dict[str, Any]] = []
+        if mistake == "early_stop":
+            return [_text("I cannot help with that. ###STOP###")]
+        if mistake == "endless_chat":
+            return []
+        if mistake == "error_storm":
+            return [_calls(place, [("lookup_everything", {"n": place})]) for place in range(12)]
+        if mistake == "empty_message":
+            prefix = [_text("")]
+        if mistake == "calculator":
+            calls.insert(0, [("calculate", {"expression": "2 * (3 + 4) / 5"})])
+        writes = [place for place, (name, _) in enumerate(gold) if self.writes[name]]
+        if writes:
+            first = writes[0]
+            name, arguments = gold[first]
+            if mistake == "wrong_tool_name":
+                calls[first] = [(name + "s", arguments)]
+            if mistake == "missing_argument" and arguments:
+                calls[first] = [(name, dict(list(arguments.items())[1:]))]
+            if mistake == "changed_value":
+                changed = dict(arguments)
+                for key, value in changed.items():
+                    if isinstance(value, str):
+                        changed[key] = value + "X"
+                        break
+                calls[first] = [(name, changed)]
+            if mistake == "unreadable_arguments":
+                calls[first] = [(name, UNREADABLE)]
+            if mistake == "skipped_write":
+                del calls[writes[-1]]
+            if mistake == "repeated_write":
+                calls.insert(writes[-1], [gold[writes[-1]]])
+        if mistake == "parallel_calls" and len(calls) >= 2:
+            calls[0:2] = [calls[0] + calls[1]]
+        messages = prefix + [_calls(place, batch) for place, batch in enumerate(calls)]
+        if mistake == "text_with_call" and len(messages) > len(prefix):
+            messages[len(prefix)]["content"] = "Let me look into that."
+        return [*messages, _text(done)]
+
+
+def _text(content: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": content}
+
+
+def _calls(place: int, batch: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    calls = [{"id": f"call_{place}_{index}", "type": "function",
+              "function": {"name": name, "arguments": '{"' if arguments is UNREADABLE else json.dumps(arguments)}}
+             for index, (name, arguments) in enumerate(batch)]  # fmt: skip
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def _mutating(domain: DomainData) -> dict[str, bool]:
+    """Tool name -> whether it can change the database (the official `mutates_state`)."""
+    from benchmarks.tau2.data import VENDORED
+
+    flags: dict[str, bool] = json.loads((VENDORED / domain.name / "tools.json").read_text())["mutates_state"]
+    return flags
