@@ -18,22 +18,14 @@ arithmetic, and any syntax it does not support (f-strings, comprehensions, sets.
 from __future__ import annotations
 
 import ast
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+from benchmarks.arithmetic import OPERATORS
 
 Call = tuple[str, dict[str, Any]]
 
 MAX_TEXT = 10_000  # the longest string or list arithmetic may build
-ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
 
 
 class CallSyntaxError(ValueError):
@@ -161,11 +153,11 @@ def _arithmetic(node: ast.expr) -> Any:
         if isinstance(value, str):
             raise CallSyntaxError(f"cannot negate {ast.unparse(node)}")
         return -value if isinstance(node.op, ast.USub) else +value
-    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
+    if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
         left, right = _arithmetic(node.left), _arithmetic(node.right)
         _check_size(node, left, right)
         try:
-            return ARITHMETIC[type(node.op)](left, right)
+            return OPERATORS[type(node.op)](left, right)
         except (TypeError, ValueError, ArithmeticError) as error:
             raise CallSyntaxError(f"{ast.unparse(node)}: {error}") from None
     raise CallSyntaxError(f"only arithmetic on literals is read: {ast.unparse(node)}")

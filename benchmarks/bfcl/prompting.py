@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.arithmetic import OPERATORS
 from benchmarks.bfcl.calls import not_defined
 
 FAILED_CALL = "spadework_call_not_run()"  # what the checker replays for a call not run: fails, changes nothing
@@ -119,10 +120,6 @@ def _resolve(node: ast.AST | None) -> Any:
     raise Undecodable(f"Unsupported AST type: {type(node)}")
 
 
-_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-}  # fmt: skip
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert,
 }  # fmt: skip
@@ -139,11 +136,11 @@ def _arithmetic(node: ast.AST) -> Any:
         return items if isinstance(node, ast.List) else tuple(items)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_arithmetic(node.operand))
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+    if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
         left, right = _arithmetic(node.left), _arithmetic(node.right)
         if _too_costly(node.op, left, right):
             raise Undecodable("an expression too large to evaluate here")
-        result = _OPERATORS[type(node.op)](left, right)
+        result = OPERATORS[type(node.op)](left, right)
         if isinstance(result, int) and result.bit_length() > MAX_BITS:
             raise Undecodable("a number too large to evaluate here")
         return result

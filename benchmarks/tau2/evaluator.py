@@ -77,20 +77,30 @@ async def judge_checks(judge: Party, key: EpisodeKey, said: list[Said], assertio
                               retryable=False) from None  # fmt: skip
 
 
-def gold_db_hash(domain: DomainData, task: Tau2Task) -> str:
-    """The hash of the database the task's gold actions make (the same for every simulation of the task)."""
+@dataclass(frozen=True)
+class GoldPlay:
+    """What a task's gold actions do from the initial database: the state-changing calls that succeed, and the
+    hash of the database they leave (the same for every simulation of the task, so computed once)."""
+
+    writes: list[tuple[str, dict[str, Any]]]
+    db_hash: str
+
+
+def gold_play(domain: DomainData, task: Tau2Task) -> GoldPlay:
     key = (domain.name, task.id)
-    if key not in _GOLD_HASHES:
+    if key not in _GOLD_PLAYS:
         toolkit = domain.fresh_toolkit()
+        writes = []
         for action in task.gold_actions:
             if action.requestor != "assistant":
                 raise ValueError(f"tau2 {domain.name} task {task.id}: a user action ({action.name}) needs user tools")
-            toolkit.call(action.name, dict(action.arguments))
-        _GOLD_HASHES[key] = toolkit.db_hash()
-    return _GOLD_HASHES[key]
+            if not toolkit.call(action.name, dict(action.arguments)).error and toolkit.mutates(action.name):
+                writes.append((action.name, dict(action.arguments)))
+        _GOLD_PLAYS[key] = GoldPlay(writes, toolkit.db_hash())
+    return _GOLD_PLAYS[key]
 
 
-_GOLD_HASHES: dict[tuple[str, str], str] = {}
+_GOLD_PLAYS: dict[tuple[str, str], GoldPlay] = {}
 
 
 async def evaluate(domain: DomainData, task: Tau2Task, termination: Termination | None, said: list[Said],
@@ -108,7 +118,7 @@ async def evaluate(domain: DomainData, task: Tau2Task, termination: Termination 
     card: dict[str, Any] = {"termination": termination, "reward_basis": criteria.reward_basis}
     reward = 1.0
     if "DB" in basis:
-        match = criteria.actions is None or toolkit.db_hash() == gold_db_hash(domain, task)
+        match = criteria.actions is None or toolkit.db_hash() == gold_play(domain, task).db_hash
         card["db_match"] = match
         reward *= float(match)
     if "COMMUNICATE" in basis:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
+
+from benchmarks.arithmetic import OPERATORS
 
 _TOOL = "__tau2_tool__"
 
@@ -55,7 +56,12 @@ class Toolkit:
         self.db = db
 
     def mutates(self, name: str) -> bool:
-        return bool(getattr(getattr(type(self), name), _TOOL))
+        return self.mutates_tool(name)
+
+    @classmethod
+    def mutates_tool(cls, name: str) -> bool:
+        """Whether the tool `name` can change the database (False for a name that is no tool)."""
+        return name in cls.tool_names and bool(getattr(getattr(cls, name), _TOOL))
 
     def use_tool(self, tool_name: str, **kwargs: Any) -> Any:
         if tool_name not in self.tool_names:
@@ -104,15 +110,6 @@ def _plain(value: Any) -> Any:
     raise ValueError(f"Unsupported type: {type(value)}")
 
 
-_OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
 _MAX_POWER = 10_000  # the official evaluates `9**9**9` and hangs; here a power that large is an error
 
 
@@ -135,9 +132,9 @@ def _arithmetic(node: ast.expr) -> Any:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
         value = _arithmetic(node.operand)
         return value if isinstance(node.op, ast.UAdd) else -value
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+    if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
         left, right = _arithmetic(node.left), _arithmetic(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POWER:
             raise OverflowError("exponent too large")
-        return _OPERATORS[type(node.op)](left, right)
+        return OPERATORS[type(node.op)](left, right)
     raise ValueError("Invalid expression")

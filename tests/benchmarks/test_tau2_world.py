@@ -1,0 +1,60 @@
+"""tau2's domains as training worlds: listed, valid by the toolworld checks, graded with partial credit, and
+drawn only from the release's `train` split, so training never meets the benchmark's `test` tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.tau2.data import load_domain
+from benchmarks.tau2.world import AirlineWorld, RetailWorld, Tau2World
+from tests.servers import SPADEWORK
+from toolworlds.checks import check_world
+from toolworlds.core import Finish, ToolCall, replay
+
+WORLDS = (AirlineWorld, RetailWorld)
+
+
+def test_spadework_lists_the_tau2_worlds() -> None:
+    import subprocess
+
+    listed = subprocess.run([*SPADEWORK, "toolworld", "list"], capture_output=True, text=True, timeout=120,
+                            env={"COLUMNS": "200", "PATH": __import__("os").environ["PATH"]})  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "tau2-airline" in listed.stdout and "tau2-retail" in listed.stdout
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_the_worlds_draw_only_train_tasks(world: type[Tau2World]) -> None:
+    data = load_domain(world.domain)
+    ids = {task.id for task in world.tasks()}
+    assert ids <= set(data.splits["train"]) and not ids & set(data.splits["test"])
+    drawn = {world().reset(seed).variant for seed in range(12)}
+    assert drawn <= ids and len(drawn) > 1
+
+
+@pytest.mark.slow  # about a minute a world: the checks replay in another process and call every tool
+@pytest.mark.parametrize("world", WORLDS)
+def test_the_toolworld_checks_pass(world: type[Tau2World]) -> None:
+    failed = [result for result in check_world(world, seeds=range(3)) if not result.passed]
+    assert not failed, failed
+
+
+def test_partial_credit_for_a_partial_resolution() -> None:
+    world = RetailWorld()
+    seed = next(seed for seed in range(50) if len(_writes(world, seed)) >= 1)
+    task = world.reset(seed)
+    plan = world.solution()
+    assert replay(world, seed, plan)[-1].reward == 1.0
+    reads_only = [step for step in plan if isinstance(step, ToolCall) and not world.toolkit.mutates(step.name)]
+    partial = replay(world, seed, [*reads_only, Finish(answer="done")])[-1].reward
+    assert partial == 0.0  # no write made: no goal met
+    wrong = replay(world, seed, [ToolCall(name="get_user_details", arguments={"user_id": 5}), Finish()])
+    assert "Error:" in str(wrong[0].observation) and wrong[-1].reward == 0.0
+    assert task.hint.startswith("The reference resolution calls, in order:")
+    assert not any(str(value) in task.hint for step in plan if isinstance(step, ToolCall)
+                   for value in step.arguments.values())  # fmt: skip
+
+
+def _writes(world: RetailWorld, seed: int) -> list[ToolCall]:
+    world.reset(seed)
+    return [step for step in world.solution() if isinstance(step, ToolCall) and world.toolkit.mutates(step.name)]
