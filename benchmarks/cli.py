@@ -217,6 +217,14 @@ def tau2(
         list[str], typer.Option(help="The user simulator's OpenAI base URL (default: the agent's endpoints).")
     ] = [],  # noqa: B006
     user_model: Annotated[str | None, typer.Option(help="The user simulator's model (default: the agent's).")] = None,
+    user_max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Cap each user message (the official sets none; a small local model "
+            "may otherwise write until its context is full). Not comparable.",
+        ),
+    ] = None,
     judge_endpoint: Annotated[
         list[str], typer.Option(help="The NL-assertion judge's base URL (retail; default: the user's endpoints).")
     ] = [],  # noqa: B006
@@ -257,7 +265,7 @@ def tau2(
                        user_model=user_model or name, user_endpoint=users,
                        judge_model=judge_model or user_model or name,
                        judge_endpoint=", ".join(judge_endpoint) if judge_endpoint else users,
-                       max_steps=max_steps, max_errors=max_errors)  # fmt: skip
+                       max_steps=max_steps, max_errors=max_errors, user_max_tokens=user_max_tokens)  # fmt: skip
         try:
             summary = run_tau2(out, spec, seeds, urls, user_endpoint or None, judge_endpoint or user_endpoint or None,
                                concurrency, progress)  # fmt: skip

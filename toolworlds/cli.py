@@ -26,7 +26,7 @@ from toolworlds.hosting.http import MAX_BODY_BYTES
 from toolworlds.hosting.serving import HostOption
 from toolworlds.play import Transcript, play
 from toolworlds.policies import make_policy
-from toolworlds.registry import UnknownWorldError, available_worlds, is_model_written, load_world
+from toolworlds.registry import UnknownWorldError, available_worlds, builtin_worlds, is_model_written, load_world
 from toolworlds.sandbox import WorldLoadError
 from toolworlds.spec import spec_schema
 from toolworlds.untrusted.worlds import check_in_sandbox, describe, play_in_sandbox, plays_in_sandbox
@@ -180,7 +180,7 @@ def evaluate(
     policies: Annotated[list[PolicyName] | None, typer.Option("--policy", help="Policies to compare.")] = None,
 ) -> None:
     """Score scripted policies over many seeds and compare them in one table."""
-    names = names or list(available_worlds())
+    names = names or list(builtin_worlds())
     policies = policies or [PolicyName.oracle, PolicyName.random]
     table = Table("world", "policy", "episodes", "mean score", "solved", "median tool calls", "variants")
     with Progress(console=console, transient=True) as progress:

@@ -299,10 +299,9 @@ class AirlineTools(Toolkit):
             if instance.available_seats[cabin] < len(passengers):
                 raise ValueError(f"Not enough seats on flight {flight_number}")
             price = instance.prices[cabin]
-            reservation.flights.append(
-                ReservationFlight(origin=flight.origin, destination=flight.destination, flight_number=flight_number,
-                                  date=info.date, price=price)  # fmt: skip
-            )
+            leg = ReservationFlight(origin=flight.origin, destination=flight.destination, flight_number=flight_number,
+                                    date=info.date, price=price)  # fmt: skip
+            reservation.flights.append(leg)
             instances.append(instance)
             total_price += price * len(passengers)
         if insurance == "yes":
@@ -316,9 +315,7 @@ class AirlineTools(Toolkit):
                 raise ValueError(f"Not enough balance in payment method {method.payment_id}")
         total_payment = sum(method.amount for method in payment_methods)
         if total_payment != total_price:
-            raise ValueError(
-                f"Payment amount does not add up, total price is {total_price}, but paid {total_payment}"
-            )
+            raise ValueError(f"Payment amount does not add up, total price is {total_price}, but paid {total_payment}")
         for method in payment_methods:
             held = user.payment_methods[method.payment_id]
             if isinstance(held, GiftCard):

@@ -61,6 +61,7 @@ class Tau2Run(BenchPlan):
     judge_endpoint: str
     max_steps: int = MAX_STEPS
     max_errors: int = MAX_ERRORS
+    user_max_tokens: int | None = None  # the official sends none
 
 
 def choose(domain: DomainData, split: str, limit: int | None, ids: list[str] | None) -> list[int]:
@@ -86,6 +87,7 @@ def is_success(reward: float) -> bool:
 class Tau2Summary:
     domain: str
     tasks: int
+    task_ids: list[str]
     trials: int
     avg_reward: float
     avg_reward_failures_as_zero: float
@@ -102,6 +104,7 @@ class Tau2Summary:
     max_tokens: int
     max_steps: int
     max_errors: int
+    user_max_tokens: int | None
 
     @property
     def label(self) -> str:
@@ -121,7 +124,8 @@ def run_tau2(out: Path, spec: Tau2Run, seeds: list[int], urls: list[str], user_u
             users = pool if user_urls is None else await stack.enter_async_context(EndpointPool.open(user_urls))
             judges = pool if judge_urls is None else await stack.enter_async_context(EndpointPool.open(judge_urls))
             timeout = spec.settings.request_timeout_s
-            user = Party(users, spec.user_model, spec.run, world, "user", timeout, USER_SAMPLING)
+            cap = {} if spec.user_max_tokens is None else {"max_tokens": spec.user_max_tokens}
+            user = Party(users, spec.user_model, spec.run, world, "user", timeout, {**USER_SAMPLING, **cap})
             judge = Party(judges, spec.judge_model, spec.run, world, "judge", timeout, JUDGE_SAMPLING)
             limits = Limits(spec.max_steps, spec.max_errors)
             yield lambda: Tau2Conversation(domain, domain.tasks, user, judge, limits)
@@ -146,6 +150,7 @@ def run_tau2(out: Path, spec: Tau2Run, seeds: list[int], urls: list[str], user_u
     summary = Tau2Summary(
         domain=spec.domain,
         tasks=len({seed for seed, _trial in played.trials if seed in chosen}),
+        task_ids=[domain.tasks[seed].id for seed in sorted({seed for seed, _trial in played.trials if seed in chosen})],
         trials=spec.trials,
         avg_reward=sum(rewards) / len(rewards) if rewards else 0.0,
         avg_reward_failures_as_zero=sum(rewards) / played_count if played_count else 0.0,
@@ -162,6 +167,7 @@ def run_tau2(out: Path, spec: Tau2Run, seeds: list[int], urls: list[str], user_u
         max_tokens=spec.settings.max_tokens_per_turn,
         max_steps=spec.max_steps,
         max_errors=spec.max_errors,
+        user_max_tokens=spec.user_max_tokens,
     )
     provenance = {"comparability": COMPARABILITY, "agreement": agreement()}
     (out / "results.json").write_text(json.dumps({**asdict(summary), "label": summary.label, **provenance}, indent=2))
@@ -198,4 +204,13 @@ def markdown(summary: Tau2Summary) -> str:
         "",
         COMPARABILITY,
     ]
+    played = len(load_domain(summary.domain).tasks)
+    cuts = [f"{len(summary.task_ids)} of the domain's {played} tasks were played"] if summary.tasks < played else []
+    if summary.max_steps != MAX_STEPS or summary.max_errors != MAX_ERRORS:
+        cuts.append(f"simulations were cut at {summary.max_steps} steps and {summary.max_errors} errors, not "
+                    f"{MAX_STEPS} and {MAX_ERRORS}")  # fmt: skip
+    if summary.user_max_tokens is not None:
+        cuts.append(f"the user's messages were capped at {summary.user_max_tokens} tokens")
+    if cuts:
+        lines += ["", "Not comparable: " + "; ".join(cuts) + "."]
     return "\n".join(lines) + "\n"

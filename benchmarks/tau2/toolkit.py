@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import operator
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -70,6 +72,9 @@ class Toolkit:
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """One call, answered as the official environment answers it."""
+        clash = _binding_error(arguments)
+        if clash is not None:
+            return ToolResult(f"Error: {clash}", True)
         try:
             result: Any = self.use_tool(name, **arguments)
             error = False
@@ -79,6 +84,16 @@ class Toolkit:
 
     def db_hash(self) -> str:
         return dict_hash(self.db.model_dump())
+
+
+def _binding_error(arguments: dict[str, Any]) -> str | None:
+    """What Python says where the official passes the arguments on (`make_tool_call(name, requestor=...,
+    **arguments)`) and one is named like that function's own parameters."""
+    if "requestor" in arguments:
+        where = "tau2.environment.environment.Environment.make_tool_call()"
+        return f"{where} got multiple values for keyword argument 'requestor'"
+    clash = next((name for name in ("self", "tool_name") if name in arguments), None)
+    return None if clash is None else f"Environment.make_tool_call() got multiple values for argument '{clash}'"
 
 
 def dict_hash(data: dict[str, Any]) -> str:
@@ -110,7 +125,8 @@ def _plain(value: Any) -> Any:
     raise ValueError(f"Unsupported type: {type(value)}")
 
 
-_MAX_POWER = 10_000  # the official evaluates `9**9**9` and hangs; here a power that large is an error
+MAX_BITS = 100_000  # the largest integer arithmetic may build: the official's eval of `9**9**9` never returns
+TOO_LARGE = "int too large to convert to float"  # what the official says of any integer this large in the end
 
 
 def calculate(expression: str) -> str:
@@ -120,21 +136,66 @@ def calculate(expression: str) -> str:
         raise ValueError("Invalid characters in expression")
     if not isinstance(expression, str):  # a list of digit strings passes the character check there too
         raise TypeError("eval() arg 1 must be a string, bytes or code object")
-    tree = ast.parse(expression.lstrip(" \t"), filename="<string>", mode="eval")
-    if isinstance(tree.body, ast.Tuple):  # "()"
-        raise TypeError("float() argument must be a string or a real number, not 'tuple'")
+    source = expression.lstrip(" \t")
+    with warnings.catch_warnings():  # "perhaps you missed a comma?": the agent reads the error, not this
+        warnings.simplefilter("ignore", SyntaxWarning)
+        compile(source, "<string>", "eval")  # compiling runs nothing, and refuses what eval refuses, in its words
+    tree = ast.parse(source, filename="<string>", mode="eval")
     return str(round(float(_arithmetic(tree.body)), 2))
 
 
-def _arithmetic(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+def _arithmetic(root: ast.expr) -> Any:
+    """The value of an expression of numbers, `()`, `...`, unary and binary operators and calls, as Python's
+    `eval` gives it (its own errors included), evaluated without recursion (eval takes ~2,900 operators) and
+    refusing integers past `MAX_BITS`."""
+    values: list[Any] = []
+    stack: list[tuple[ast.expr, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        children = _operands(node)
+        if not ready and children:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children))
+            continue
+        operands = [values.pop() for _ in children][::-1]
+        values.append(_apply(node, operands))
+    return values[0]
+
+
+def _operands(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.Call):
+        return [node.func, *node.args]
+    if isinstance(node, ast.Tuple):
+        return list(node.elts)
+    return []
+
+
+def _apply(node: ast.expr, operands: list[Any]) -> Any:
+    if isinstance(node, ast.Constant) and (node.value is Ellipsis or isinstance(node.value, (int, float))):
         return node.value
+    if isinstance(node, ast.Tuple) and not any(isinstance(element, ast.Starred) for element in node.elts):
+        return tuple(operands)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
-        value = _arithmetic(node.operand)
-        return value if isinstance(node.op, ast.UAdd) else -value
+        return operator.pos(operands[0]) if isinstance(node.op, ast.UAdd) else operator.neg(operands[0])
+    if isinstance(node, ast.Call) and not node.keywords:
+        raise TypeError(f"'{type(operands[0]).__name__}' object is not callable")
     if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
-        left, right = _arithmetic(node.left), _arithmetic(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_POWER:
-            raise OverflowError("exponent too large")
-        return OPERATORS[type(node.op)](left, right)
+        left, right = operands
+        if isinstance(node.op, ast.Pow) and _huge_power(left, right):
+            raise OverflowError(TOO_LARGE)
+        result = OPERATORS[type(node.op)](left, right)
+        if isinstance(result, int) and result.bit_length() > MAX_BITS:
+            raise OverflowError(TOO_LARGE)
+        return result
     raise ValueError("Invalid expression")
+
+
+def _huge_power(base: Any, exponent: Any) -> bool:
+    """Whether `base ** exponent` is an integer past `MAX_BITS` (a float power overflows by itself)."""
+    if not (isinstance(base, int) and isinstance(exponent, int)) or exponent <= 0 or abs(base) <= 1:
+        return False
+    return (abs(base).bit_length() - 1) * exponent > MAX_BITS
