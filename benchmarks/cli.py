@@ -45,6 +45,10 @@ ModelOption = Annotated[
     ),
 ]
 OutOption = Annotated[Path | None, typer.Option(help="Run folder; an existing one is resumed.")]
+UserEndpointOption = Annotated[
+    list[str], typer.Option(help="The user simulator's OpenAI base URL (default: the agent's endpoints).")
+]
+UserModelOption = Annotated[str | None, typer.Option(help="The user simulator's model (default: the agent's).")]
 
 bench_app = typer.Typer(
     help="Public benchmarks: BFCL v4 multi-turn, ACEBench Agent and tau2-bench.", no_args_is_help=True
@@ -148,10 +152,8 @@ def acebench(
     ] = "prompt",
     endpoint: EndpointOption = [],  # noqa: B006
     model: ModelOption = None,
-    user_endpoint: Annotated[
-        list[str], typer.Option(help="The user simulator's OpenAI base URL (default: the agent's endpoints).")
-    ] = [],  # noqa: B006
-    user_model: Annotated[str | None, typer.Option(help="The user simulator's model (default: the agent's).")] = None,
+    user_endpoint: UserEndpointOption = [],  # noqa: B006
+    user_model: UserModelOption = None,
     max_messages: Annotated[
         int, typer.Option(min=2, help="Messages per dialogue (the benchmark's 40; fewer: cheaper, not comparable).")
     ] = 40,
@@ -213,10 +215,8 @@ def tau2(
     trials: Annotated[int, typer.Option(min=1, help="Simulations per task (pass^k for k up to it).")] = 1,
     endpoint: EndpointOption = [],  # noqa: B006
     model: ModelOption = None,
-    user_endpoint: Annotated[
-        list[str], typer.Option(help="The user simulator's OpenAI base URL (default: the agent's endpoints).")
-    ] = [],  # noqa: B006
-    user_model: Annotated[str | None, typer.Option(help="The user simulator's model (default: the agent's).")] = None,
+    user_endpoint: UserEndpointOption = [],  # noqa: B006
+    user_model: UserModelOption = None,
     user_max_tokens: Annotated[
         int | None,
         typer.Option(

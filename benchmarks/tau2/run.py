@@ -188,10 +188,10 @@ def pass_hat_ks(rewards_by_task: Sequence[list[float]]) -> dict[int, float]:
 
 
 def markdown(summary: Tau2Summary) -> str:
-    lines = ["| domain | tasks | trials | avg reward | " + " | ".join(f"pass^{k}" for k in summary.pass_hat_ks) + " |",
-             "|---|---|---|---|" + "---|" * len(summary.pass_hat_ks)]  # fmt: skip
-    cells = " | ".join(f"{value:.1%}" for value in summary.pass_hat_ks.values())
-    lines.append(f"| {summary.domain} | {summary.tasks} | {summary.trials} | {summary.avg_reward:.3f} | {cells} |")
+    head = ["domain", "tasks", "trials", "avg reward", *(f"pass^{k}" for k in summary.pass_hat_ks)]
+    row = [summary.domain, str(summary.tasks), str(summary.trials), f"{summary.avg_reward:.3f}",
+           *(f"{value:.1%}" for value in summary.pass_hat_ks.values())]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), "| " + " | ".join(row) + " |"]
     endings = ", ".join(f"{reason} {count}" for reason, count in summary.terminations.items())
     lines += [
         "",
