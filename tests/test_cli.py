@@ -76,18 +76,28 @@ def test_version() -> None:
     assert result.exit_code == 0 and result.output.startswith("spadework 0.")
 
 
+# The modules the tau2 plugin worlds need (benchmarks/tau2/world.py): data, tools, prompts and checks, no engine.
+PLUGIN_MODULES = {f"benchmarks.{name}" for name in ("arithmetic", "tau2")} | {
+    f"benchmarks.tau2.{name}" for name in ("airline", "data", "evaluator", "prompts", "retail", "toolkit", "world")
+}
+
+
 def test_a_command_loads_only_its_own_part_and_help_lists_every_part() -> None:
-    """`spadework toolworld ...` imports neither the engine, the trainers nor the benchmarks (each child
-    process and each call paid for all of them); `spadework --help` still lists every command."""
+    """`spadework toolworld ...` imports neither the engine nor the trainers (each child process and each call
+    paid for all of them), and of the benchmarks only the installed plugin worlds (tau2's, listed here);
+    `spadework --help` still lists every command."""
     code = (
         "import sys\nsys.argv = ['spadework', '--log-level', 'warning', 'toolworld', 'list']\n"
         "from spadework.cli import run\ntry:\n    run()\nexcept SystemExit:\n    pass\n"
         "parts = {name.split('.')[0] for name in sys.modules}\n"
-        "print(sorted(parts & {'engine', 'trainers', 'benchmarks'}))"
+        "benchmarks = {name for name in sys.modules if name.startswith('benchmarks.')}\n"
+        "print(sorted(parts & {'engine', 'trainers'}), sorted(benchmarks - PLUGIN))"
     )
+    code = f"PLUGIN = set({sorted(PLUGIN_MODULES)!r})\n" + code
     listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
-    assert "banking" in listed.stdout and listed.stdout.splitlines()[-1] == "[]", listed.stdout
+    assert "banking" in listed.stdout and "tau2-retail" in listed.stdout, listed.stdout
+    assert listed.stdout.splitlines()[-1] == "[] []", listed.stdout
     helped = runner.invoke(app, ["--help"])
     assert helped.exit_code == 0
     assert all(f" {name} " in helped.output for name in [*GROUPS, *COMMANDS]), helped.output

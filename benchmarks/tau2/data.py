@@ -13,14 +13,16 @@ import textwrap
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchmarks.tau2.airline import AirlineTools, FlightDB
 from benchmarks.tau2.retail import RetailDB, RetailTools
 from benchmarks.tau2.toolkit import Toolkit
-from engine.messages import OpenAITool
+
+if TYPE_CHECKING:  # the toolworlds (world.py) load this module, and `toolworld` commands never load the engine
+    from engine.messages import OpenAITool
 
 VENDORED = Path(__file__).with_name("data")
 DOMAINS = ("airline", "retail")

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from benchmarks.parties import Party
-from benchmarks.tau2.data import DomainData, Tau2Task, user_guidelines
+from benchmarks.tau2.data import DomainData, Tau2Task
 from benchmarks.tau2.evaluator import Said, Termination, evaluate
+from benchmarks.tau2.prompts import agent_system_prompt, user_system_prompt
 from benchmarks.tau2.toolkit import Toolkit
 from engine.environments import Ending, Opening, Response
 from engine.messages import Message
@@ -35,24 +36,7 @@ GREETING = "Hi! How can I help you today?"
 STOP, TRANSFER, OUT_OF_SCOPE = "###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###"
 MAX_STEPS = 200  # the official CLI's --max-steps default
 MAX_ERRORS = 10  # its --max-errors default
-AGENT_INSTRUCTION = """You are a customer service agent that helps the user according to the <policy> provided below.
-In each turn you can either:
-- Send a message to the user.
-- Make a tool call.
-You cannot do both at the same time.
-
-Try to be helpful and always follow the policy. Always make sure you generate valid JSON only."""
-AGENT_SYSTEM = "<instructions>\n{instruction}\n</instructions>\n<policy>\n{policy}\n</policy>"
-USER_SYSTEM = "{guidelines}\n\n<scenario>\n{instructions}\n</scenario>"
 Destination = Literal["user", "agent", "env"]
-
-
-def agent_system_prompt(policy: str) -> str:
-    return AGENT_SYSTEM.format(instruction=AGENT_INSTRUCTION, policy=policy)
-
-
-def user_system_prompt(task: Tau2Task) -> str:
-    return USER_SYSTEM.format(guidelines=user_guidelines(), instructions=str(task.user_scenario))
 
 
 def user_stops(content: str) -> bool:

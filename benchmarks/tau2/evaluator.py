@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from benchmarks.parties import Party
 from benchmarks.tau2.data import VENDORED, DomainData, Tau2Task
 from benchmarks.tau2.toolkit import Toolkit
-from engine.trajectory import EpisodeKey
-from engine.transport import EndpointFailure
+
+if TYPE_CHECKING:  # the toolworlds (world.py) read the checks, and `toolworld` commands never load the engine
+    from benchmarks.parties import Party
+    from engine.trajectory import EpisodeKey
 
 Termination = Literal["agent_stop", "user_stop", "max_steps", "too_many_errors"]
 
@@ -68,6 +69,8 @@ def judge_messages(said: list[Said], assertions: list[str]) -> list[dict[str, st
 async def judge_checks(judge: Party, key: EpisodeKey, said: list[Said], assertions: list[str]) -> list[dict[str, Any]]:
     """The judge's verdict on each assertion; a reply that is not the JSON asked for is an infrastructure failure
     (the official evaluator raises)."""
+    from engine.transport import EndpointFailure  # here: see the imports
+
     answer = await judge.answer(key, judge_messages(said, assertions))
     try:
         results = json.loads(str(answer.get("content") or "")).get("results", [])

@@ -25,13 +25,12 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from benchmarks.tau2.data import Domain, DomainData, Tau2Task, load_domain
-from benchmarks.tau2.environment import agent_system_prompt
 from benchmarks.tau2.evaluator import Said, communicate_checks, gold_play
+from benchmarks.tau2.prompts import agent_system_prompt
 from benchmarks.tau2.toolkit import Toolkit
-from engine.messages import OpenAITool
 from toolworlds.core import Brief, Finish, ToolCall, ToolWorld
 from toolworlds.scoring import Scorecard
-from toolworlds.tool import ArgumentProblem, ToolSpec
+from toolworlds.tool import ArgumentProblem, OpenAITool, ToolSpec
 
 SPLIT = "train"
 
