@@ -147,10 +147,11 @@ def run_tau2(out: Path, spec: Tau2Run, seeds: list[int], urls: list[str], user_u
         else:
             evaluated.setdefault(seed, []).append(record.reward or 0.0)
     rewards = [reward for task in evaluated.values() for reward in task]
+    played_seeds = sorted({seed for seed, _trial in played.trials if seed in chosen})
     summary = Tau2Summary(
         domain=spec.domain,
-        tasks=len({seed for seed, _trial in played.trials if seed in chosen}),
-        task_ids=[domain.tasks[seed].id for seed in sorted({seed for seed, _trial in played.trials if seed in chosen})],
+        tasks=len(played_seeds),
+        task_ids=[domain.tasks[seed].id for seed in played_seeds],
         trials=spec.trials,
         avg_reward=sum(rewards) / len(rewards) if rewards else 0.0,
         avg_reward_failures_as_zero=sum(rewards) / played_count if played_count else 0.0,

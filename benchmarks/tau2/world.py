@@ -69,8 +69,6 @@ def _gradable(domain: Domain) -> list[Tau2Task]:
 
 
 class Tau2State(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     task_id: str
     calls: list[tuple[str, dict[str, Any], bool]] = []  # every call made: name, arguments, whether it failed
 

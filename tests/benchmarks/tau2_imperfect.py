@@ -52,12 +52,12 @@ def plan(domain: DomainData, tasks: list[Tau2Task]) -> dict[str, str]:
     """Task id -> mistake: one mistake per task, in turn, over those of `tasks` whose gold actions change the
     database (so a wrong write shows), one task per scenario (the user's requests show only the scenario); a
     task with something to communicate, if any, gets `silent`."""
-    writes = _mutating(domain)
+    writes = domain.toolkit.mutates_tool
     seen: set[str] = set()
     chosen: list[Tau2Task] = []
     for task in tasks:
         scenario = str(task.user_scenario)
-        if scenario not in seen and any(writes[action.name] for action in task.gold_actions):
+        if scenario not in seen and any(writes(action.name) for action in task.gold_actions):
             seen.add(scenario)
             chosen.append(task)
     chosen = chosen[: len(MISTAKES)]
@@ -89,7 +89,7 @@ class ImperfectTau2:
         self.domain, self.chosen = domain, chosen
         self.tasks = {task.id: task for task in domain.tasks if task.id in chosen}
         self.by_scenario = {str(task.user_scenario): task.id for task in self.tasks.values()}
-        self.writes = _mutating(domain)
+        self.writes = domain.toolkit.mutates_tool
         self.requests: list[tuple[str, str, str]] = []
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +165,7 @@ class ImperfectTau2:
             prefix = [_text("")]
         if mistake == "calculator":
             calls.insert(0, [("calculate", {"expression": "2 * (3 + 4) / 5"})])
-        writes = [place for place, (name, _) in enumerate(gold) if self.writes[name]]
+        writes = [place for place, (name, _) in enumerate(gold) if self.writes(name)]
         if writes:
             first = writes[0]
             name, arguments = gold[first]
@@ -203,11 +203,3 @@ def _calls(place: int, batch: list[tuple[str, dict[str, Any]]]) -> dict[str, Any
               "function": {"name": name, "arguments": '{"' if arguments is UNREADABLE else json.dumps(arguments)}}
              for index, (name, arguments) in enumerate(batch)]  # fmt: skip
     return {"role": "assistant", "content": None, "tool_calls": calls}
-
-
-def _mutating(domain: DomainData) -> dict[str, bool]:
-    """Tool name -> whether it can change the database (the official `mutates_state`)."""
-    from benchmarks.tau2.data import VENDORED
-
-    flags: dict[str, bool] = json.loads((VENDORED / domain.name / "tools.json").read_text())["mutates_state"]
-    return flags

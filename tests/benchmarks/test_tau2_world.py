@@ -7,20 +7,10 @@ import pytest
 
 from benchmarks.tau2.data import load_domain
 from benchmarks.tau2.world import AirlineWorld, RetailWorld, Tau2World
-from tests.servers import SPADEWORK
 from toolworlds.checks import check_world
 from toolworlds.core import Finish, ToolCall, replay
 
 WORLDS = (AirlineWorld, RetailWorld)
-
-
-def test_spadework_lists_the_tau2_worlds() -> None:
-    import subprocess
-
-    listed = subprocess.run([*SPADEWORK, "toolworld", "list"], capture_output=True, text=True, timeout=120,
-                            env={"COLUMNS": "200", "PATH": __import__("os").environ["PATH"]})  # fmt: skip
-    assert listed.returncode == 0, listed.stderr
-    assert "tau2-airline" in listed.stdout and "tau2-retail" in listed.stdout
 
 
 @pytest.mark.parametrize("world", WORLDS)
