@@ -206,7 +206,7 @@ def acebench(
 
 @bench_app.command("tau2")
 def tau2(
-    domain: Annotated[str, typer.Option(help="airline or retail.")] = "airline",
+    domain: Annotated[str, typer.Option(help="airline, retail or telecom.")] = "airline",
     split: Annotated[
         str, typer.Option(help="base (every task: the leaderboard's), train or test (the release's held-out half).")
     ] = "base",
@@ -241,7 +241,7 @@ def tau2(
     max_failed_share: MaxFailedShareOption = MAX_FAILED_SHARE,
     progress: ProgressOption = True,
 ) -> None:
-    """tau2-bench (airline, retail): the official tools, database, user simulator and reward; pass^k."""
+    """tau2-bench (airline, retail, telecom): the official tools, databases, user simulator and reward; pass^k."""
     from benchmarks.tau2.data import DOMAINS, SPLITS, load_domain
     from benchmarks.tau2.run import Tau2Run, UnknownTask, choose, run_tau2
 

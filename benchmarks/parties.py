@@ -26,9 +26,13 @@ class Party:
     timeout_s: float = 600.0
     sampling: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens... as the reference sends them
 
-    async def answer(self, key: EpisodeKey, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The reply message (`choices[0].message`) to the chat `messages`, for the episode `key`."""
+    async def answer(self, key: EpisodeKey, messages: list[dict[str, Any]],
+                     tools: list[Any] | None = None) -> dict[str, Any]:  # fmt: skip
+        """The reply message (`choices[0].message`) to the chat `messages`, for the episode `key`; a party with
+        `tools` (tau2's telecom user) may answer with calls."""
         body = {"model": self.model, "messages": messages, **self.sampling}
+        if tools:
+            body |= {"tools": tools, "tool_choice": "auto"}
         headers = key.model_copy(update={"role": self.role, "world": self.world}).header(self.run)
         with self.pool.sticky() as endpoint:
             answer = await self.pool.post(endpoint, "/chat/completions", body, headers, self.timeout_s)

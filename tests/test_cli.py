@@ -77,9 +77,14 @@ def test_version() -> None:
 
 
 # The modules the tau2 plugin worlds need (benchmarks/tau2/world.py): data, tools, prompts and checks, no engine.
-PLUGIN_MODULES = {f"benchmarks.{name}" for name in ("arithmetic", "tau2")} | {
-    f"benchmarks.tau2.{name}" for name in ("airline", "data", "evaluator", "prompts", "retail", "toolkit", "world")
-}
+PLUGIN_MODULES = (
+    {f"benchmarks.{name}" for name in ("arithmetic", "tau2")}
+    | {
+        f"benchmarks.tau2.{name}"
+        for name in ("airline", "data", "domain_env", "evaluator", "prompts", "retail", "telecom", "telecom_user")
+    }
+    | {"benchmarks.tau2.toolkit", "benchmarks.tau2.world"}
+)
 
 
 def test_a_command_loads_only_its_own_part_and_help_lists_every_part() -> None:

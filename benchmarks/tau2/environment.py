@@ -10,7 +10,9 @@ official agent's `###STOP###` is only text). A message with neither text nor cal
 message check, which fails the simulation as an infrastructure error, and so does a tool call whose arguments
 are not a JSON object (its client decodes them): so they end it here (`empty_agent_message`,
 `agent_call_not_json`; an empty user message is a bad answer from the user's endpoint). The engine samples
-the agent; this environment plays the tools (`toolkit`), the user and the evaluator.
+the agent; this environment plays the tools (`env`), the user and the evaluator. Where the user has tools
+(telecom's phone), a user message with calls goes to the environment and the results back to the user (a step
+each), never to the agent; the agent sees only what the user says.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Any, Literal
 
 from benchmarks.parties import Party
 from benchmarks.tau2.data import DomainData, Tau2Task
+from benchmarks.tau2.domain_env import DomainEnv
 from benchmarks.tau2.evaluator import Said, Termination, evaluate
 from benchmarks.tau2.prompts import agent_system_prompt, user_system_prompt
-from benchmarks.tau2.toolkit import Toolkit
 from engine.environments import Ending, Opening, Response
 from engine.messages import Message
 from engine.parsing import ParsedReply
@@ -67,7 +69,7 @@ class Tau2Conversation:
                  limits: Limits = Limits()) -> None:  # fmt: skip
         self.domain, self.tasks, self.user, self.judge, self.limits = domain, tasks, user, judge, limits
         self._task: Tau2Task | None = None
-        self._toolkit: Toolkit | None = None
+        self._env: DomainEnv | None = None
         self._key = EpisodeKey(world=user.world, seed=0)
         self.dialogue = Dialogue()
 
@@ -78,13 +80,14 @@ class Tau2Conversation:
         return self._task
 
     @property
-    def toolkit(self) -> Toolkit:
-        if self._toolkit is None:
+    def env(self) -> DomainEnv:
+        if self._env is None:
             raise RuntimeError("call start(seed) first")
-        return self._toolkit
+        return self._env
 
     async def start(self, seed: int, hinted: bool, mode: Mode) -> Opening:
-        self._task, self._toolkit = self.tasks[seed], self.domain.fresh_toolkit()
+        self._task = self.tasks[seed]
+        self._env = self.domain.fresh_env(self._task)
         self._key = EpisodeKey(world=self.user.world, seed=seed)
         self.dialogue = Dialogue(said=[Said("assistant", GREETING)], user_view=[{"role": "user", "content": GREETING}])
         first = await self._user_step()
@@ -120,7 +123,7 @@ class Tau2Conversation:
             return Response([{"role": "user", "content": said}])
         results: list[Message] = []
         for position, call in enumerate(reply.calls):
-            outcome = self.toolkit.call(call.name, dict(call.arguments))
+            outcome = self.env.call(call.name, dict(call.arguments))
             outcome_content, error = outcome.content, outcome.error
             dialogue.errors += error
             dialogue.said.append(Said("tool", outcome_content))
@@ -133,21 +136,39 @@ class Tau2Conversation:
         return response
 
     async def _user_step(self) -> str:
-        """The user simulator's next message (a step); it may end the simulation."""
+        """The user simulator's turns until it speaks to the agent (each a step); it may end the simulation. A
+        turn with tool calls goes to the environment, and the results back to the user."""
         dialogue = self.dialogue
-        system = {"role": "system", "content": user_system_prompt(self.task)}
-        answer = await self.user.answer(self._key, [system, *dialogue.user_view])
-        content = answer.get("content")
-        said = content if isinstance(content, str) else ""
-        if not said.strip():
-            raise EndpointFailure("bad_response", "the user simulator's message is empty (UserMessage must have "
-                                  "either content or tool_calls)", retryable=False)  # fmt: skip
-        dialogue.said.append(Said("user", said))
-        dialogue.user_view.append({"role": "assistant", "content": said})
-        if user_stops(said):
-            dialogue.termination = "user_stop"
-        self._count_step("agent")
-        return said
+        tools = self.domain.user_tools
+        system = {"role": "system", "content": user_system_prompt(self.task, with_tools=tools is not None)}
+        while True:
+            answer = await self.user.answer(self._key, [system, *dialogue.user_view], tools=tools)
+            content = answer.get("content")
+            text = content if isinstance(content, str) else None
+            calls = _user_calls(answer) if tools is not None else []
+            if not calls and not (text or "").strip():
+                raise EndpointFailure("bad_response", "the user simulator's message is empty (UserMessage must "
+                                      "have either content or tool_calls)", retryable=False)  # fmt: skip
+            dialogue.said.append(Said("user", text, [{"name": name, "arguments": arguments}
+                                                     for _, name, arguments in calls] or None))  # fmt: skip
+            if not calls:
+                dialogue.user_view.append({"role": "assistant", "content": text})
+                if user_stops(text or ""):
+                    dialogue.termination = "user_stop"
+                self._count_step("agent")
+                return text or ""
+            dialogue.user_view.append({"role": "assistant", "content": text, "tool_calls": [
+                {"id": ident, "name": name, "function": {"name": name, "arguments": json.dumps(arguments)},
+                 "type": "function"} for ident, name, arguments in calls]})  # fmt: skip
+            self._count_step("env")
+            for ident, name, arguments in calls:
+                outcome = self.env.call(name, dict(arguments), "user")
+                dialogue.errors += outcome.error
+                dialogue.said.append(Said("tool", outcome.content))
+                dialogue.user_view.append({"role": "tool", "content": outcome.content, "tool_call_id": ident})
+            self._count_step("user")
+            if dialogue.termination is not None:
+                return ""
 
     def _count_step(self, destination: Destination) -> None:
         """One message passed; unless it went to the environment, the limits are checked (and win)."""
@@ -169,10 +190,28 @@ class Tau2Conversation:
         return Ending.on_state(grade, None if termination in ("agent_stop", "user_stop") else termination)
 
     async def grade(self) -> Grade:
-        reward = await evaluate(self.domain, self.task, self.dialogue.termination, self.dialogue.said,
-                                self.toolkit, self.judge, self._key)  # fmt: skip
+        reward = await evaluate(self.domain, self.task, self.dialogue.termination, self.dialogue.said, self.judge,
+                                self._key)  # fmt: skip
         card = {**reward, "steps": self.dialogue.steps, "errors": self.dialogue.errors}
         return Grade(score=float(reward["reward"]), scorecard=json.dumps(card))
 
     async def close(self) -> None:
-        self._toolkit = None
+        self._env = None
+
+
+def _user_calls(answer: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """The user simulator's tool calls (id, name, arguments); arguments that are not a JSON object fail the
+    simulation, as the official client's decoding does."""
+    calls = []
+    for position, call in enumerate(answer.get("tool_calls") or []):
+        function = call.get("function") or {}
+        try:
+            arguments = json.loads(function.get("arguments") or "")
+        except (json.JSONDecodeError, TypeError) as error:
+            raise EndpointFailure("bad_response", f"the user simulator's call arguments are not JSON: {error}",
+                                  retryable=False) from None  # fmt: skip
+        if not isinstance(arguments, dict):
+            raise EndpointFailure("bad_response", "the user simulator's call arguments are not a JSON object",
+                                  retryable=False)  # fmt: skip
+        calls.append((str(call.get("id") or f"user_call_{position}"), str(function.get("name")), arguments))
+    return calls

@@ -1,5 +1,6 @@
-"""tau2's own prompts: the agent's system prompt (`LLMAgent`, with the domain's policy) and the text user
-simulator's (`UserSimulator`: its global guidelines, then the task's scenario), word for word."""
+"""tau2's own prompts: the agent's system prompt (`LLMAgent`, with the domain's policy) and the user
+simulator's (`UserSimulator`: its global guidelines, the version for a user with tools where it has them, then
+the task's scenario), word for word."""
 
 from __future__ import annotations
 
@@ -20,5 +21,5 @@ def agent_system_prompt(policy: str) -> str:
     return AGENT_SYSTEM.format(instruction=AGENT_INSTRUCTION, policy=policy)
 
 
-def user_system_prompt(task: Tau2Task) -> str:
-    return USER_SYSTEM.format(guidelines=user_guidelines(), instructions=str(task.user_scenario))
+def user_system_prompt(task: Tau2Task, with_tools: bool = False) -> str:
+    return USER_SYSTEM.format(guidelines=user_guidelines(with_tools), instructions=str(task.user_scenario))

@@ -70,13 +70,16 @@ class Toolkit:
             raise ValueError(f"Tool '{tool_name}' not found.")
         return getattr(self, tool_name)(**kwargs)
 
-    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """One call, answered as the official environment answers it."""
+    def call(self, name: str, arguments: dict[str, Any], after: Callable[[], None] | None = None) -> ToolResult:
+        """One call, answered as the official environment answers it; `after` (the domain's sync) runs once the
+        tool has, before the result is serialised, and its failure is the call's."""
         clash = _binding_error(arguments)
         if clash is not None:
             return ToolResult(f"Error: {clash}", True)
         try:
             result: Any = self.use_tool(name, **arguments)
+            if after is not None:
+                after()
             error = False
         except Exception as failure:  # the official catches everything a tool raises and shows it
             result, error = f"Error: {failure}", True

@@ -7,6 +7,10 @@ requests tell which task they are for) and says "Please go on." until the agent 
 plays the task's gold actions with one deterministic mistake (`MISTAKES`: an agent's or the user's), then
 says it is done and what its task asks to communicate; the judge meets an assertion exactly when the agent
 saw no tool error in the conversation. Every request is kept (task, role, digest), in arrival order.
+
+In telecom the user has a phone: the agent asks for the user's gold actions in a message (`ASK` and the calls
+as JSON), the user makes them with its tools one call at a time and says it has; the mistakes there are the
+user's as much as the agent's (`TELECOM_MISTAKES`).
 """
 
 from __future__ import annotations
@@ -43,25 +47,60 @@ MISTAKES = (
     "user_out_of_scope",  # the user gives up after the agent's first message
     "user_empty",  # the user's second message is empty
 )
+TELECOM_MISTAKES = (
+    "perfect",
+    "missing_argument",
+    "skipped_write",
+    "repeated_write",
+    "early_stop",
+    "error_storm",
+    "endless_chat",
+    "agent_calls_user_tool",  # the agent makes the user's first call itself
+    "user_wrong_tool",  # the user's first call misspelt
+    "user_skips",  # the user leaves the last call it was asked for out
+    "user_parallel",  # the user makes every call it was asked for in one message
+    "user_text_with_call",  # the user's first call with a sentence in the same message
+    "user_calls_agent_tool",  # the user calls one of the agent's tools
+    "user_extra_argument",  # the user's first call with an argument the tool does not take
+    "user_unreadable",  # the user's first call's arguments not JSON
+)
+ASK = "Please do this on your phone: "
+DID = "I did that."
 TAG = re.compile(r"\[tau2 task (\w+)/(\S+)\]")
 JUDGE_OPENING = "\n        TASK"
 USER_OPENING = "# User Simulation Guidelines"
 
 
+def mistakes_of(domain: DomainData) -> tuple[str, ...]:
+    return TELECOM_MISTAKES if domain.user_tools is not None else MISTAKES
+
+
 def plan(domain: DomainData, tasks: list[Tau2Task]) -> dict[str, str]:
     """Task id -> mistake: one mistake per task, in turn, over those of `tasks` whose gold actions change the
-    database (so a wrong write shows), one task per scenario (the user's requests show only the scenario); a
-    task with something to communicate, if any, gets `silent`."""
+    database (in telecom: that have gold actions, the user's or the agent's), one task per scenario (the user's
+    requests show only the scenario); a task with something to communicate, if any, gets `silent`; in telecom
+    a task judged on its actions too plays it perfectly, and another misses an argument (which its action
+    check forgives)."""
     writes = domain.toolkit.mutates_tool
+    telecom = domain.user_tools is not None
     seen: set[str] = set()
     chosen: list[Tau2Task] = []
     for task in tasks:
         scenario = str(task.user_scenario)
-        if scenario not in seen and any(writes(action.name) for action in task.gold_actions):
+        acts = bool(task.gold_actions) if telecom else any(writes(action.name) for action in task.gold_actions)
+        if scenario not in seen and acts:
             seen.add(scenario)
             chosen.append(task)
-    chosen = chosen[: len(MISTAKES)]
-    mistakes = {task.id: MISTAKES[place % len(MISTAKES)] for place, task in enumerate(chosen)}
+    mistakes_list = mistakes_of(domain)
+    chosen = chosen[: len(mistakes_list)]
+    mistakes = {task.id: mistakes_list[place % len(mistakes_list)] for place, task in enumerate(chosen)}
+    if telecom:
+        judged = [task.id for task in chosen
+                  if task.evaluation_criteria and "ACTION" in task.evaluation_criteria.reward_basis]  # fmt: skip
+        for wanted, task_id in zip(("perfect", "missing_argument"), judged, strict=False):
+            holder = next(task for task, mistake in mistakes.items() if mistake == wanted)
+            mistakes[holder], mistakes[task_id] = mistakes[task_id], wanted
+        return mistakes
     talking = [task.id for task in chosen if task.evaluation_criteria and task.evaluation_criteria.communicate_info]
     silent = next(task for task, mistake in mistakes.items() if mistake == "silent")
     if talking and silent not in talking:
@@ -98,10 +137,11 @@ class ImperfectTau2:
         if system.startswith(JUDGE_OPENING):
             task, role = self._tagged(str(messages[1]["content"])), "judge"
             reply: dict[str, Any] = {"role": "assistant", "content": self._verdict(str(messages[1]["content"]))}
-        elif system.startswith(USER_OPENING):
-            task = next(task for scenario, task in self.by_scenario.items() if scenario in system)
+        elif system.startswith(USER_OPENING):  # the longest scenario it holds (one may hold another: a persona's)
+            task = max(((scenario, task) for scenario, task in self.by_scenario.items() if scenario in system),
+                       key=lambda pair: len(pair[0]))[1]  # fmt: skip
             role = "user"
-            reply = {"role": "assistant", "content": self._user(task, messages[1:])}
+            reply = self._user(task, messages[1:])
         else:
             task, role = self._tagged(str(messages[2]["content"])), "agent"
             reply = self._agent(task, messages)
@@ -122,20 +162,46 @@ class ImperfectTau2:
         results = [{"expectedOutcome": assertions, "reasoning": "scripted", "metExpectation": met}]
         return json.dumps({"results": results})
 
-    def _user(self, task: str, chat: list[dict[str, Any]]) -> str:
+    def _user(self, task: str, chat: list[dict[str, Any]]) -> dict[str, Any]:
         """The user's next message; in its chat the agent speaks as `user`, the user as `assistant`."""
         said = sum(message["role"] == "assistant" for message in chat)
         mistake = self.chosen[task]
         if said == 0:
-            return f"[tau2 task {self.domain.name}/{task}] {OPENING}"
-        last = str(chat[-1].get("content") or "")
+            return _text(f"[tau2 task {self.domain.name}/{task}] {OPENING}")
+        heard = max(place for place, message in enumerate(chat) if message["role"] == "user")
+        last = str(chat[heard].get("content") or "")
+        if last.startswith(ASK):
+            return self._on_phone(mistake, json.loads(last.removeprefix(ASK)), chat[heard + 1 :])
         if said == 1 and mistake == "user_transfer":
-            return "I want a human agent. ###TRANSFER###"
+            return _text("I want a human agent. ###TRANSFER###")
         if said == 1 and mistake == "user_out_of_scope":
-            return "I don't know how to go on. ###OUT-OF-SCOPE###"
+            return _text("I don't know how to go on. ###OUT-OF-SCOPE###")
         if said == 1 and mistake == "user_empty":
-            return ""
-        return THANKS if last.startswith(DONE) else GO_ON
+            return _text("")
+        return _text(THANKS if last.startswith(DONE) else GO_ON)
+
+    def _on_phone(self, mistake: str, asked: list[list[Any]], since: list[dict[str, Any]]) -> dict[str, Any]:
+        """The user's next call of those the agent `asked` for (after the messages `since` the asking), with its
+        mistake in the first; `DID` once every one is made."""
+        calls: list[tuple[str, dict[str, Any]]] = [(name, dict(arguments)) for name, arguments in asked]
+        if mistake == "user_skips":
+            calls = calls[:-1]
+        if calls and mistake == "user_wrong_tool":
+            calls[0] = (calls[0][0] + "s", calls[0][1])
+        if calls and mistake == "user_extra_argument":
+            calls[0] = (calls[0][0], {**calls[0][1], "force": True})
+        if calls and mistake == "user_calls_agent_tool":
+            calls.insert(0, ("get_data_usage", {"customer_id": "C1001", "line_id": "L1002"}))
+        if calls and mistake == "user_unreadable":
+            calls[0] = (calls[0][0], UNREADABLE)
+        made = sum(len(message.get("tool_calls") or []) for message in since)
+        if made >= len(calls):
+            return _text(DID)
+        batch = calls[made:] if mistake == "user_parallel" else [calls[made]]
+        message = _calls(made, batch, prefix="user_call")
+        if mistake == "user_text_with_call" and made == 0:
+            message["content"] = "Doing it now."
+        return message
 
     def _agent(self, task: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The agent's next message: the place in its plan is the number of its messages after the greeting."""
@@ -148,6 +214,8 @@ class ImperfectTau2:
         return {"role": "assistant", "content": "###STOP###"}
 
     def _script(self, task_id: str) -> list[dict[str, Any]]:
+        if self.domain.user_tools is not None:
+            return self._phone_script(task_id)
         task, mistake = self.tasks[task_id], self.chosen[task_id]
         gold = [(action.name, dict(action.arguments)) for action in task.gold_actions]
         criteria = task.evaluation_criteria
@@ -193,13 +261,45 @@ class ImperfectTau2:
             messages[len(prefix)]["content"] = "Let me look into that."
         return [*messages, _text(done)]
 
+    def _phone_script(self, task_id: str) -> list[dict[str, Any]]:
+        """Telecom: the gold actions in order, the agent's as calls, each run of the user's as one request to
+        the user; the agent's mistakes are in its calls."""
+        task, mistake = self.tasks[task_id], self.chosen[task_id]
+        if mistake == "early_stop":
+            return [_text("I cannot help with that. ###STOP###")]
+        if mistake == "endless_chat":
+            return []
+        if mistake == "error_storm":
+            return [_calls(place, [("lookup_everything", {"n": place})]) for place in range(12)]
+        steps: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = []
+        for action in task.gold_actions:
+            call = (action.name, dict(action.arguments))
+            if action.requestor == "user" and steps and steps[-1][0] == "ask":
+                steps[-1][1].append(call)
+            else:
+                steps.append(("ask" if action.requestor == "user" else "call", [call]))
+        mine = [place for place, (kind, _) in enumerate(steps) if kind == "call"]
+        asks = [place for place, (kind, _) in enumerate(steps) if kind == "ask"]
+        if mine and mistake == "missing_argument":
+            name, arguments = steps[mine[0]][1][0]
+            steps[mine[0]] = ("call", [(name, dict(list(arguments.items())[1:]))])
+        if mine and mistake == "skipped_write":
+            del steps[mine[-1]]
+        elif mine and mistake == "repeated_write":
+            steps.insert(mine[-1], steps[mine[-1]])
+        if asks and mistake == "agent_calls_user_tool":
+            steps.insert(asks[0], ("call", [steps[asks[0]][1][0]]))
+        messages = [_calls(place, batch) if kind == "call" else _text(ASK + json.dumps(batch))
+                    for place, (kind, batch) in enumerate(steps)]  # fmt: skip
+        return [*messages, _text(DONE)]
+
 
 def _text(content: str) -> dict[str, Any]:
     return {"role": "assistant", "content": content}
 
 
-def _calls(place: int, batch: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    calls = [{"id": f"call_{place}_{index}", "type": "function",
+def _calls(place: int, batch: list[tuple[str, dict[str, Any]]], prefix: str = "call") -> dict[str, Any]:
+    calls = [{"id": f"{prefix}_{place}_{index}", "type": "function",
               "function": {"name": name, "arguments": '{"' if arguments is UNREADABLE else json.dumps(arguments)}}
              for index, (name, arguments) in enumerate(batch)]  # fmt: skip
     return {"role": "assistant", "content": None, "tool_calls": calls}

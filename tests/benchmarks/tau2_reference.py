@@ -25,7 +25,7 @@ from typing import Any
 
 from benchmarks.tau2.data import DOMAINS, VENDORED, Domain, load_domain
 from tests.benchmarks.scripted import serving
-from tests.benchmarks.tau2_imperfect import MISTAKES, ImperfectTau2, plan
+from tests.benchmarks.tau2_imperfect import ImperfectTau2, mistakes_of, plan
 
 COMMIT = "a2c024725189473d2d7cea3a5cfdbcc67478e41f"
 RECORD = VENDORED / "reference_imperfect.json"
@@ -62,7 +62,8 @@ def record_domain(tau2: Path, domain: Domain) -> dict[str, Any]:
         reward = (simulation.get("reward_info") or {}).get("reward")
         tasks[task] = {"mistake": chosen[task], "termination": simulation["termination_reason"], "reward": reward,
                        "requests": requests.get(task, [])}  # fmt: skip
-    return dict(sorted(tasks.items(), key=lambda item: int(item[0])))
+    places = {task.id: place for place, task in enumerate(data.tasks)}
+    return dict(sorted(tasks.items(), key=lambda item: places[item[0]]))
 
 
 def main() -> None:
@@ -77,7 +78,7 @@ def main() -> None:
         "every request (role, digest) in order.",
         "commit": COMMIT,
         "max_steps": MAX_STEPS,
-        "mistakes": list(MISTAKES),
+        "mistakes": {domain: list(mistakes_of(load_domain(domain))) for domain in DOMAINS},
         "domains": {domain: record_domain(arguments.tau2, domain) for domain in DOMAINS},
     }
     arguments.out.write_text(json.dumps(record, indent=1) + "\n")
