@@ -129,6 +129,7 @@ class Tau2Task(BaseModel):
 
     id: str
     user_scenario: UserScenario
+    ticket: str | None = None  # the customer's request as a ticket (telecom; what the official solo agent reads)
     initial_state: InitialState | None = None
     evaluation_criteria: EvaluationCriteria | None = None
 
@@ -148,6 +149,7 @@ class DomainData:
     tools: list[OpenAITool]  # the agent's tools, as the official environment offers them
     toolkit: type[Toolkit]
     user_tools: list[OpenAITool] | None = None  # the user's, where the user has tools (telecom)
+    solo_policy: str | None = None  # the policy for an agent that has the user's tools too (telecom's solo mode)
 
     def split(self, name: str) -> list[Tau2Task]:
         if name not in self.splits:
@@ -191,12 +193,14 @@ def _db_bytes(domain: Domain) -> bytes:
 _TOOLKITS: dict[str, type[Toolkit]] = {"airline": AirlineTools, "retail": RetailTools, "telecom": TelecomTools}
 
 
-def _policy(domain: Domain) -> str:
-    """The agent's policy; telecom's joins its main policy and its tech-support manual as the official does."""
+def _policy(domain: Domain, solo: bool = False) -> str:
+    """The agent's policy; telecom's joins its main policy (the solo version for an agent that works the phone
+    itself) and its tech-support manual as the official does."""
     folder = VENDORED / domain
     if domain != "telecom":
         return (folder / "policy.md").read_text("utf-8")
-    main, manual = ((folder / name).read_text("utf-8") for name in ("main_policy.md", "tech_support_manual.md"))
+    main_name = "main_policy_solo.md" if solo else "main_policy.md"
+    main, manual = ((folder / name).read_text("utf-8") for name in (main_name, "tech_support_manual.md"))
     return f"<main_policy>\n{main}\n</main_policy>\n<tech_support_policy>\n{manual}\n</tech_support_policy>"
 
 
@@ -214,6 +218,7 @@ def load_domain(domain: Domain) -> DomainData:
         tools=json.loads((folder / "tools.json").read_text("utf-8"))["tools"],
         toolkit=_TOOLKITS[domain],
         user_tools=json.loads(user_tools.read_text("utf-8"))["tools"] if user_tools.exists() else None,
+        solo_policy=_policy(domain, solo=True) if domain == "telecom" else None,
     )
 
 

@@ -100,6 +100,8 @@ class Tau2Conversation:
 
     async def respond(self, message: Message, reply: ParsedReply, turn: int) -> Response:
         dialogue = self.dialogue
+        if dialogue.termination is not None:  # the user's first message ended it: the official asks no agent, and
+            return await self._end()  # the engine always does once; its reply is not part of the simulation
         content = message.get("content")
         text = content if isinstance(content, str) else None
         calls = [{"name": call.name, "arguments": call.arguments} for call in reply.calls]

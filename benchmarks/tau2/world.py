@@ -13,6 +13,12 @@ half the weight), each gold state-changing call that succeeds was made with the 
 graded, so the tasks only they judge (refusals: the reference calls no state-changing tool and says nothing
 checkable) are left out. The hint names the tools the reference resolution calls, in order, without their arguments.
 This is spadework's adaptation, not the benchmark: its scores are not tau2 scores.
+
+Telecom becomes the official's own solo mode: the agent reads the task's ticket, has the customer's phone
+tools beside its own (a phone tool's call goes to the phone, as the official routes it) and works under the
+solo policy. Its grade: the task's end-state assertions, judged on the state rebuilt from the calls (the
+benchmark's ENV_ASSERTION, half the weight), and each gold action made, successfully and with the reference's
+arguments (stricter than the benchmark's ACTION match, which an argument-less call satisfies).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from benchmarks.tau2.data import Domain, DomainData, Tau2Task, load_domain
+from benchmarks.tau2.domain_env import DomainEnv, Requestor
 from benchmarks.tau2.evaluator import Said, communicate_checks, gold_play
 from benchmarks.tau2.prompts import agent_system_prompt
 from benchmarks.tau2.toolkit import Toolkit
@@ -62,8 +69,10 @@ def _gradable(domain: Domain) -> list[Tau2Task]:
     data = load_domain(domain)
     gradable = []
     for task in data.split(SPLIT):
-        infos = task.evaluation_criteria.communicate_info if task.evaluation_criteria else None
-        if infos or any(data.toolkit.mutates_tool(action.name) for action in task.gold_actions):
+        criteria = task.evaluation_criteria
+        infos = criteria.communicate_info if criteria else None
+        asserted = criteria.env_assertions if criteria else None
+        if infos or asserted or any(data.toolkit.mutates_tool(action.name) for action in task.gold_actions):
             gradable.append(task)
     return gradable
 
@@ -82,8 +91,10 @@ class Tau2World(ToolWorld[Tau2State]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         data = load_domain(cls.domain)
-        cls.description = agent_system_prompt(data.policy)  # the benchmark's system prompt: what transfers
-        cls.tool_specs = {entry["function"]["name"]: _official_tool(entry) for entry in data.tools}
+        # the benchmark's system prompt, what transfers (with the solo policy where the agent works the phone)
+        cls.description = agent_system_prompt(data.solo_policy or data.policy)
+        entries = [*data.tools, *(data.user_tools or [])]
+        cls.tool_specs = {entry["function"]["name"]: _official_tool(entry) for entry in entries}
         for spec in cls.tool_specs.values():
             setattr(cls, spec.method_name, _dispatcher(spec.name))
 
@@ -100,18 +111,28 @@ class Tau2World(ToolWorld[Tau2State]):
     def build(self, rng: random.Random) -> Brief:
         task = rng.choice(self.tasks())
         self.state = Tau2State(task_id=task.id)
-        self.toolkit: Toolkit = self.data().fresh_toolkit()
+        self.env: DomainEnv = self.data().fresh_env(task)
         names = [action.name for action in task.gold_actions]
         hint = ("The reference resolution calls, in order: " + ", ".join(names) + ".") if names else (
             "The reference resolution changes nothing in the database.")  # fmt: skip
         return Brief(instruction=_ticket(task), hint=hint, variant=task.id)
 
     @property
+    def toolkit(self) -> Toolkit:
+        """The agent's own tools."""
+        return self.env.tools
+
+    @property
     def task_data(self) -> Tau2Task:
         return next(task for task in self.data().tasks if task.id == self.state.task_id)
 
+    def _requestor(self, name: str) -> Requestor:
+        """Whose tool `name` is: the phone's go to the phone (the official solo mode's routing)."""
+        phone = self.env.user_tools
+        return "user" if phone is not None and name in phone.tool_names else "assistant"
+
     def _dispatch(self, name: str, arguments: dict[str, Any]) -> str:
-        result = self.toolkit.call(name, arguments)
+        result = self.env.call(name, arguments, self._requestor(name))
         self.state.calls.append((name, arguments, result.error))
         return result.content
 
@@ -137,6 +158,13 @@ class Tau2World(ToolWorld[Tau2State]):
         return [*plan, Finish(answer=" ".join(infos) or "Your request is handled.")]
 
 
+FREE_TEXT = ("summary",)  # a transfer's summary is the agent's own words: not compared
+
+
+def _checked(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in arguments.items() if key not in FREE_TEXT}
+
+
 def _dispatcher(name: str) -> Any:
     def run(self: Tau2World, **arguments: Any) -> str:
         return self._dispatch(name, arguments)
@@ -144,15 +172,29 @@ def _dispatcher(name: str) -> Any:
     return run
 
 
+# Where an official description names a status by its Python enum name, which no result shows, the worlds say
+# the status as the tools show it (the benchmark keeps the official text).
+SHOWN_AS = {"AWAITING_PAYMENT": "'Awaiting Payment'", "already PAID": "already 'Paid'"}
+
+
 def _official_tool(entry: OpenAITool) -> OfficialTool:
     function = entry["function"]
     name = function["name"]
+    description = function.get("description", "")
+    for code, shown in SHOWN_AS.items():
+        description = description.replace(code, shown)
     arguments = create_model(f"{name}_arguments", __base__=_Arguments)
-    return OfficialTool(name, function.get("description", ""), arguments, TypeAdapter(str), f"_tau2_{name}",
+    return OfficialTool(name, description, arguments, TypeAdapter(str), f"_tau2_{name}",
                         schema=function["parameters"])  # fmt: skip
 
 
 def _ticket(task: Tau2Task) -> str:
+    if task.ticket is not None:  # telecom: the official solo agent's ticket
+        return (
+            f"{task.ticket}\n\nYou cannot talk to the customer: you work their phone yourself with its tools "
+            "(check_status_bar, toggle_airplane_mode, ...), beside your own. Resolve the ticket by the policy, "
+            "then call `finish`."
+        )
     return (
         "A customer has contacted you. Their situation, as they would tell it:\n\n"
         f"{task.user_scenario.instructions}\n\n"
@@ -173,3 +215,30 @@ class RetailWorld(Tau2World):
 
     name = "tau2-retail"
     domain = "retail"
+
+
+class TelecomWorld(Tau2World):
+    """tau2 telecom (train split), solo: a tech-support agent over the carrier's records and the customer's phone."""
+
+    name = "tau2-telecom"
+    domain = "telecom"
+    max_steps = 40
+
+    def grade(self) -> Scorecard:
+        data, task = self.data(), self.task_data
+        env = data.fresh_env(task)  # the end state rebuilt from the calls, so grading changes nothing it reads
+        for name, arguments, _failed in self.state.calls:
+            env.call(name, dict(arguments), self._requestor(name))
+        criteria = task.evaluation_criteria
+        assertions = list(criteria.env_assertions or []) if criteria else []
+        actions = task.gold_actions
+        card = Scorecard()
+        for assertion in assertions:
+            met = env.check(assertion.env_type, assertion.func_name, dict(assertion.arguments), assertion.assert_value)
+            card.goal(f"{assertion.func_name}({assertion.arguments}) holds", met,
+                      weight=max(1.0, len(actions)) / max(1, len(assertions)))  # fmt: skip
+        made = [(name, _checked(arguments)) for name, arguments, failed in self.state.calls if not failed]
+        for action in actions:  # exactly, and it must succeed: the benchmark's lenient match would pay any empty call
+            card.goal(f"{action.name} made as the reference makes it",
+                      (action.name, _checked(action.arguments)) in made)  # fmt: skip
+        return card

@@ -68,6 +68,21 @@ def test_an_episode_through_the_methods_scores_as_the_world_grades_it(tmp_path: 
         assert "episode_over" in environment.finish()  # the episode has ended
 
 
+@pytest.mark.parametrize("world", ["tau2-retail", "tau2-telecom"])  # airline: the same code, a 7 MB database
+def test_the_tau2_worlds_reach_trl_and_their_reference_scores_one(world: str) -> None:
+    """The plugin worlds' official schemas become methods transformers reads (telecom: the carrier's and the
+    phone's tools), and a reference played through them is graded 1.0."""
+    environment_class = trl_environment(world)
+    offered = {entry["function"]["name"] for entry in LocalWorld(load_world(world)).openai_tools()}
+    assert set(_tools(environment_class)) == {*offered, "finish"}
+    environment = environment_class()
+    environment.reset(seed=1)
+    assert environment.get_reward() < 1.0
+    for name, arguments in _solution(LocalWorld(load_world(world)), 1):
+        getattr(environment, name)(**arguments)
+    assert environment.get_reward() == 1.0
+
+
 def _solution(world: LocalWorld, seed: int) -> list[tuple[str, dict[str, Any]]]:
     instance = world.world_class()
     instance.reset(seed)
@@ -95,14 +110,17 @@ def test_trls_own_grpo_trainer_trains_with_the_environments(
     # TRL's Qwen2.5 template (ChatML with tools), which SmolLM2's special tokens render.
     tokenizer.chat_template = qwen2_5_chat_template
     # the library's prompt (its tools and a task) is 403 tokens in this template, banking's 2,001: TRL's step costs
-    # what its prompts are long, so the dict form mixes one short world with one reference world
+    # what its prompts are long (190 s with banking here), so the dict form mixes two short worlds: the library,
+    # and the library's spec under another name (another world to TRL, with a class of its own)
     library = "toolworlds.examples.library:LibraryWorld"
     if form == "one world":
         factory: Any = trl_environment(library)
         rows = task_rows(library, range(4))
     else:
-        factory = trl_environments([library, "banking"])
-        rows = task_rows(library, range(2), environment=True) + task_rows("banking", range(2), environment=True)
+        shelf = tmp_path / "shelf.json"
+        shelf.write_text(json.dumps({**json.loads(EXAMPLE_SPEC), "name": "shelf"}))
+        factory = trl_environments([library, str(shelf)])
+        rows = task_rows(library, range(2), environment=True) + task_rows(str(shelf), range(2), environment=True)
     args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=2, max_steps=1,
                       max_completion_length=24, max_tool_calling_iterations=1, learning_rate=1e-5,
                       use_cpu=True, report_to=[], logging_steps=1, save_strategy="no", temperature=1.0)  # fmt: skip
@@ -110,7 +128,7 @@ def test_trls_own_grpo_trainer_trains_with_the_environments(
                           environment_factory=factory)  # fmt: skip
     trainer.train()
     logged = {key for entry in trainer.state.log_history for key in entry}
-    names = ["LibraryEnvironment"] if form == "one world" else ["BankingEnvironment", "LibraryEnvironment"]
+    names = ["LibraryEnvironment"] if form == "one world" else ["LibraryEnvironment", "ShelfEnvironment"]
     for name in names:
         assert f"rewards/{name}/mean" in logged, sorted(logged)
     assert trainer.state.global_step == 1

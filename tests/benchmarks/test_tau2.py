@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -40,6 +40,7 @@ def test_the_vendored_release_is_the_official_one() -> None:
         "telecom/db.toml": "6c8a639d85896a049a5daf87332107a840a55aac",
         "telecom/user_db.toml": "1def9a98eabf1d4a5fc95a67387ec294f56196d8",
         "telecom/split_tasks.json": "a5b01687eaaa5c669f792bff33c0d6ec13be36fd",
+        "telecom/main_policy_solo.md": "2da88ab26054dbd574e48353e54b4296f0e554dd",
     }
     for name, blob in expected.items():
         hashed = subprocess.run(["git", "hash-object", str(VENDORED / name)], capture_output=True, text=True)
@@ -206,6 +207,27 @@ def test_trials_give_pass_hat_k_and_a_resumed_run_plays_only_what_is_missing(tmp
     assert results["avg_reward"] == 0.5 and results["terminations"] == {"user_stop": 4}
     markdown = (tmp_path / "results.md").read_text()
     assert "| airline | 2 | 2 | 0.500 | 50.0% | 50.0% |" in markdown
+
+
+def test_a_user_who_stops_at_once_ends_the_simulation_before_the_agent_speaks(tmp_path: Path) -> None:
+    """The official ends on the user's first `###STOP###` (one step, the agent never asked); the engine asks the
+    agent once before an episode can end, and that reply stays out of the simulation."""
+    asked: list[str] = []
+
+    def completion(body: dict[str, Any]) -> dict[str, Any]:
+        user = str(body["messages"][0]["content"]).startswith("# User Simulation Guidelines")
+        asked.append("user" if user else "agent")
+        content = "Never mind. ###STOP###" if user else "I will cancel everything."
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+
+    with serving(completion) as url:
+        completed = runs.bench("tau2", "--no-progress", "--domain", "telecom", "--ids", OVERDUE, "--endpoint", url,
+                               "--model", "imperfect", "--out", str(tmp_path))  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    (record,) = read_records(tmp_path)
+    card = json.loads(record.scorecard or "{}")
+    assert (card["termination"], card["steps"], record.reward) == ("user_stop", 1, 0.0)
+    assert asked == ["user", "agent"]
 
 
 def test_bad_input_is_refused_naming_what_is_wrong(tmp_path: Path) -> None:
