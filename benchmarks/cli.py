@@ -243,7 +243,7 @@ def tau2(
 ) -> None:
     """tau2-bench (airline, retail, telecom): the official tools, databases, user simulator and reward; pass^k."""
     from benchmarks.tau2.data import DOMAINS, SPLITS, load_domain
-    from benchmarks.tau2.run import Tau2Run, UnknownTask, choose, run_tau2
+    from benchmarks.tau2.run import Tau2Run, UnknownTask, choose, run_tau2, shown
 
     chosen_domain = _names(domain, DOMAINS, "--domain")
     if len(chosen_domain) != 1:
@@ -273,7 +273,7 @@ def tau2(
             raise typer.BadParameter(str(error), param_hint="--out") from None
     table = Table("domain", "tasks", "trials", "avg reward", *(f"pass^{k}" for k in summary.pass_hat_ks),
                   title=f"tau2-bench, {summary.label}")  # fmt: skip
-    table.add_row(summary.domain, str(summary.tasks), str(summary.trials), f"{summary.avg_reward:.3f}",
+    table.add_row(summary.domain, str(summary.tasks), str(summary.trials), shown(summary.avg_reward),
                   *(f"{value:.1%}" for value in summary.pass_hat_ks.values()))  # fmt: skip
     Console().print(table)
     Console().print(f"results: {out / 'results.json'}, {out / 'results.md'} ({summary.seconds:.0f} s)")

@@ -89,7 +89,7 @@ class Tau2Summary:
     tasks: int
     task_ids: list[str]
     trials: int
-    avg_reward: float
+    avg_reward: float | None  # None when no simulation was scored (every one failed for infrastructure reasons)
     avg_reward_failures_as_zero: float
     pass_hat_ks: dict[int, float]
     terminations: dict[str, int]
@@ -153,7 +153,7 @@ def run_tau2(out: Path, spec: Tau2Run, seeds: list[int], urls: list[str], user_u
         tasks=len(played_seeds),
         task_ids=[domain.tasks[seed].id for seed in played_seeds],
         trials=spec.trials,
-        avg_reward=sum(rewards) / len(rewards) if rewards else 0.0,
+        avg_reward=sum(rewards) / len(rewards) if rewards else None,
         avg_reward_failures_as_zero=sum(rewards) / played_count if played_count else 0.0,
         pass_hat_ks=pass_hat_ks(list(evaluated.values())),
         terminations=dict(sorted(terminations.items())),
@@ -188,9 +188,13 @@ def pass_hat_ks(rewards_by_task: Sequence[list[float]]) -> dict[int, float]:
     }
 
 
+def shown(average: float | None) -> str:
+    return "n/a (none scored)" if average is None else f"{average:.3f}"
+
+
 def markdown(summary: Tau2Summary) -> str:
     head = ["domain", "tasks", "trials", "avg reward", *(f"pass^{k}" for k in summary.pass_hat_ks)]
-    row = [summary.domain, str(summary.tasks), str(summary.trials), f"{summary.avg_reward:.3f}",
+    row = [summary.domain, str(summary.tasks), str(summary.trials), shown(summary.avg_reward),
            *(f"{value:.1%}" for value in summary.pass_hat_ks.values())]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), "| " + " | ".join(row) + " |"]
     endings = ", ".join(f"{reason} {count}" for reason, count in summary.terminations.items())

@@ -229,6 +229,17 @@ def test_a_user_who_stops_at_once_ends_the_simulation_before_the_agent_speaks(tm
     assert (card["termination"], card["steps"], record.reward) == ("user_stop", 1, 0.0)
     assert asked == ["user", "agent"]
 
+    # A run none of whose simulations was scored has no average reward (the official metrics leave failures out).
+    def silent(body: dict[str, Any]) -> dict[str, Any]:
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": ""}}]}
+
+    with serving(silent) as url:
+        runs.bench("tau2", "--no-progress", "--domain", "telecom", "--ids", OVERDUE, "--endpoint", url,
+                   "--model", "imperfect", "--out", str(tmp_path / "silent"))  # fmt: skip
+    results = runs.results(tmp_path / "silent")
+    assert results["avg_reward"] is None and results["infra_errors"] == 1
+    assert "| telecom | 1 | 1 | n/a (none scored) |" in (tmp_path / "silent" / "results.md").read_text()
+
 
 def test_bad_input_is_refused_naming_what_is_wrong(tmp_path: Path) -> None:
     cases = [
