@@ -38,6 +38,11 @@ def available_worlds() -> dict[str, WorldClass]:
     return worlds
 
 
+def registered_names() -> set[str]:
+    """The names `load_world` knows without a path: the built-in worlds and the plugins' (none loaded)."""
+    return set(builtin_worlds()) | {entry.name for entry in entry_points(group=PLUGIN_GROUP)}
+
+
 def load_world(spec: str) -> WorldClass:
     """A registered name, `package.module:Class`, `path/to/file.py:Class`, or a spec file `path/to/world.json`."""
     worlds = available_worlds()

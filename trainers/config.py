@@ -17,12 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from engine.endpoints import endpoint_problem
 from engine.rollout import MAX_FAILED_SHARE
 from engine.settings import Mode
+from toolworlds.registry import builtin_worlds, registered_names
 from trainers.designer.budget import SPEC_BUDGET, SpecBudget
 from trainers.designer.regret import RewardMode, RewardSettings, WinRate
 from trainers.designer.stages import PlanRule, SpecStages
 from trainers.designer.task_text import TaskText
 from trainers.designer.vocabulary import Vocabulary, VocabularyRule
-from trainers.suite import SuiteName
+from trainers.suite import SUITES, SuiteName
 
 
 class _Section(BaseModel):
@@ -204,6 +205,12 @@ class AgentConfig(_Section):
         False, description="tokens mode: sample every reply as one call under the offered tools' JSON schema."
     )
     suite: SuiteName = Field("reference", description="The task suite reference plays draw training tasks from.")
+    reference_worlds: list[str] = Field(
+        default_factory=list,
+        description="The worlds reference tasks come from (none: the built-in worlds), by the names `spadework "
+        "toolworld list` shows: tau2-airline, tau2-retail, tau2-telecom draw tau2's train split only (measure on "
+        "its test split with `spadework bench tau2 --split test`). The held-out measure stays on the built-in worlds.",
+    )
     task_choice: Literal["rotate", "frontier"] = Field(
         "rotate",
         description="rotate: one world after another, a random task of it; frontier: the task families whose "
@@ -214,6 +221,32 @@ class AgentConfig(_Section):
     temperature: float = Field(
         1.0, ge=0.0, description="Sampling temperature; the trainer scores rows at the same one (exact logprobs)."
     )
+
+    @field_validator("reference_worlds", mode="before")
+    @classmethod
+    def _listed(cls, value: Any) -> Any:
+        """`--set agent.reference_worlds=tau2-retail,tau2-telecom` as well as a JSON list."""
+        return [name.strip() for name in value.split(",") if name.strip()] if isinstance(value, str) else value
+
+    @field_validator("reference_worlds")
+    @classmethod
+    def _registered(cls, names: list[str]) -> list[str]:
+        """Reference tasks run in this process: only registered worlds (built-in or an installed plugin's)."""
+        known = registered_names()
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ValueError(f"no registered world {unknown[0]!r} (registered: {', '.join(sorted(known))})")
+        return sorted(set(names))
+
+    @model_validator(mode="after")
+    def _shown_whole(self) -> AgentConfig:
+        """A compact suite shows a world's first description line and only the tools its short tasks call: made
+        for the built-in worlds; a plugin world (tau2's, whose description is its whole policy) is shown whole."""
+        plugins = [name for name in self.reference_worlds if name not in builtin_worlds()]
+        if plugins and SUITES[self.suite].compact:
+            raise ValueError(f"agent.reference_worlds: {plugins[0]} needs agent.suite=reference (the {self.suite} "
+                             "suite shows a world's first description line and a few of its tools)")  # fmt: skip
+        return self
 
 
 class UpdateConfig(_Section):

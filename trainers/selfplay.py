@@ -232,7 +232,7 @@ class SelfPlay:
 
         rng = random.Random(f"{self.config.run.seed}/reference/{index}")
         suite = SUITES[self.config.agent.suite]
-        names = sorted(builtin_worlds())
+        names = self.config.agent.reference_worlds or sorted(builtin_worlds())
         frontier = FrontierTasks(suite, names, {}) if self.config.agent.task_choice == "frontier" else None
         before = self._reference_records(before=index) if frontier else []
         records: list[EpisodeRecord] = []

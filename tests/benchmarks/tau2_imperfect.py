@@ -223,12 +223,9 @@ class ImperfectTau2:
         done = DONE if mistake == "silent" or not infos else f"{DONE} " + " ".join(infos)
         calls: list[list[tuple[str, dict[str, Any]]]] = [[call] for call in gold]
         prefix: list[dict[str, Any]] = []
-        if mistake == "early_stop":
-            return [_text("I cannot help with that. ###STOP###")]
-        if mistake == "endless_chat":
-            return []
-        if mistake == "error_storm":
-            return [_calls(place, [("lookup_everything", {"n": place})]) for place in range(12)]
+        whole = _whole_script(mistake)
+        if whole is not None:
+            return whole
         if mistake == "empty_message":
             prefix = [_text("")]
         if mistake == "calculator":
@@ -265,12 +262,9 @@ class ImperfectTau2:
         """Telecom: the gold actions in order, the agent's as calls, each run of the user's as one request to
         the user; the agent's mistakes are in its calls."""
         task, mistake = self.tasks[task_id], self.chosen[task_id]
-        if mistake == "early_stop":
-            return [_text("I cannot help with that. ###STOP###")]
-        if mistake == "endless_chat":
-            return []
-        if mistake == "error_storm":
-            return [_calls(place, [("lookup_everything", {"n": place})]) for place in range(12)]
+        whole = _whole_script(mistake)
+        if whole is not None:
+            return whole
         steps: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = []
         for action in task.gold_actions:
             call = (action.name, dict(action.arguments))
@@ -292,6 +286,18 @@ class ImperfectTau2:
         messages = [_calls(place, batch) if kind == "call" else _text(ASK + json.dumps(batch))
                     for place, (kind, batch) in enumerate(steps)]  # fmt: skip
         return [*messages, _text(DONE)]
+
+
+def _whole_script(mistake: str) -> list[dict[str, Any]] | None:
+    """The agent's script where the mistake replaces the whole of it: stopping at once, only chatting (it asks
+    until the step limit), or unknown tools until the error limit."""
+    if mistake == "early_stop":
+        return [_text("I cannot help with that. ###STOP###")]
+    if mistake == "endless_chat":
+        return []
+    if mistake == "error_storm":
+        return [_calls(place, [("lookup_everything", {"n": place})]) for place in range(12)]
+    return None
 
 
 def _text(content: str) -> dict[str, Any]:

@@ -26,8 +26,10 @@ def test_cpu_tiny_is_small_and_gpu_is_at_scale() -> None:
 
 def test_overrides_are_typed_and_validated() -> None:
     overrides = ["agent.plays=8", "designer.plateau=[0.3, 0.7]", "ablations.no_memory=true",
-                 'policy.endpoints=["http://gpu:8000/v1"]', "designer.corpus=docs.jsonl"]  # fmt: skip
+                 'policy.endpoints=["http://gpu:8000/v1"]', "designer.corpus=docs.jsonl",
+                 "agent.suite=reference", "agent.reference_worlds=tau2-telecom,banking"]  # fmt: skip
     config = load_config("cpu-tiny", overrides)
+    assert config.agent.reference_worlds == ["banking", "tau2-telecom"]
     assert config.agent.plays == 8 and config.designer.plateau == (0.3, 0.7) and config.ablations.no_memory
     assert config.policy.endpoints == ["http://gpu:8000/v1"] and config.designer.corpus == "docs.jsonl"
 
@@ -50,6 +52,8 @@ def test_overrides_are_typed_and_validated() -> None:
         (["policy.weight_sync=rsync"], "policy.weight_sync: Input should be 'auto', 'reload'"),
         (["designer.invalid_penalty=3"], "designer.invalid_penalty: Input should be less than or equal to 0"),
         (['policy.endpoints=["gpu:8000"]'], "'gpu:8000' is not an http(s) URL with a host"),
+        (["agent.reference_worlds=tau3-airline"], "agent.reference_worlds: Value error, no registered world 'tau3-"),
+        (["agent.reference_worlds=tau2-retail"], "tau2-retail needs agent.suite=reference (the reference-lite suite"),
     ],
 )
 def test_a_bad_config_fails_with_one_line_naming_the_knob(overrides: list[str], message: str) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from benchmarks.tau2.data import load_domain
+from benchmarks.tau2.world import TelecomWorld
 from engine.endpoints import EndpointPool
 from engine.local_models import default_gguf
 from engine.rollout import InfrastructureFailure
@@ -182,6 +184,25 @@ async def test_without_eval_seeds_the_held_out_measure_plays_only_the_suite(tmp_
     ]
     assert len(held.tasks) == 2 * len(worlds) and held.success_plain == {} and held.mean_plain is None
     assert json.loads((tmp_path / "eval.jsonl").read_text())["mean_hinted"] is None
+
+
+@pytest.mark.anyio
+async def test_reference_tasks_come_from_the_worlds_named_and_tau2_gives_only_its_train_split(
+    tmp_path: Path, designing_url: str
+) -> None:
+    """`agent.reference_worlds`: the reference plays are tau2-telecom's (the official solo mode), on tasks of the
+    release's train split only; the held-out measure is not touched (it stays on the built-in worlds)."""
+    overrides = [*TINY, "agent.reference_worlds=tau2-telecom", "agent.suite=reference", "agent.reference_tasks=2"]
+    async with self_play(tmp_path, designing_url, overrides) as loop:
+        records = await loop.reference_plays(0)
+    assert {record.key.world for record in records} == {"tau2-telecom"} and len(records) == 2 * 2 * 2
+    # the scripted model plays each task's reference, cut at cpu-tiny's 4 turns: played and graded, never failed
+    assert {record.status for record in records} <= {"ok", "truncated"}
+    assert all(record.reward is not None for record in records)
+    world = TelecomWorld()
+    train, test = (set(load_domain("telecom").splits[name]) for name in ("train", "test"))
+    assert all(world.reset(record.key.seed).variant in train - test for record in records)
+    assert {path.name.split("-", 2)[2] for path in (tmp_path / "reference").iterdir()} == {"tau2-telecom"}
 
 
 @pytest.fixture(scope="module")
