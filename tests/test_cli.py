@@ -81,9 +81,9 @@ PLUGIN_MODULES = (
     {f"benchmarks.{name}" for name in ("arithmetic", "tau2")}
     | {
         f"benchmarks.tau2.{name}"
-        for name in ("airline", "data", "domain_env", "evaluator", "prompts", "retail", "telecom", "telecom_user")
+        for name in ("airline", "data", "domain_env", "evaluator", "prompts", "retail", "telecom", "telecom_env")
     }
-    | {"benchmarks.tau2.toolkit", "benchmarks.tau2.world"}
+    | {"benchmarks.tau2.telecom_user", "benchmarks.tau2.toolkit", "benchmarks.tau2.world"}
 )
 
 

@@ -22,6 +22,7 @@ from benchmarks.tau2.airline import AirlineTools, FlightDB
 from benchmarks.tau2.domain_env import DomainEnv, Requestor
 from benchmarks.tau2.retail import RetailDB, RetailTools
 from benchmarks.tau2.telecom import TelecomTools, load_telecom_db
+from benchmarks.tau2.telecom_env import sync_tools
 from benchmarks.tau2.telecom_user import TelecomUserTools, load_user_db
 from benchmarks.tau2.toolkit import Toolkit
 
@@ -169,8 +170,6 @@ class DomainData:
         """A fresh environment (both toolkits, private to one episode), set up as `task`'s initial state says
         (the official `set_state` with the task's initialization actions, each followed by a sync)."""
         if self.name == "telecom":
-            from benchmarks.tau2.telecom_env import sync_tools  # it needs both toolkits' modules
-
             env = DomainEnv(self.fresh_toolkit(), TelecomUserTools(load_user_db()), sync_tools)
         else:
             env = DomainEnv(self.fresh_toolkit())

@@ -99,9 +99,10 @@ def _written(path: Path, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("kind", ["reference", "python-file", "spec-file", "model-written"])
+@pytest.mark.parametrize("kind", ["reference", "python-file", "spec-file", "model-written", "plugin"])
 def test_verifiers_own_evaluation_pays_the_worlds_grade(kind: str, endpoint: type[Scripted], tmp_path: Path) -> None:
     world = {"reference": lambda: "orders",
+             "plugin": lambda: "tau2-telecom",  # an installed package's world: tau2's, the phone's tools included
              "python-file": lambda: f"{EXAMPLES / 'library.py'}:LibraryWorld",
              "spec-file": lambda: _written(tmp_path / "library.json", EXAMPLE_SPEC),
              "model-written": lambda: _written(tmp_path / "written.py", EXAMPLE_WORLD)}[kind]()  # fmt: skip
