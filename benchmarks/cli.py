@@ -211,7 +211,13 @@ def tau2(
         str, typer.Option(help="base (every task: the leaderboard's), train or test (the release's held-out half).")
     ] = "base",
     limit: Annotated[int | None, typer.Option(min=1, help="The first N tasks of the split.")] = None,
-    ids: Annotated[str | None, typer.Option(help="Comma-separated task ids (0,1,...) instead of a split.")] = None,
+    ids: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated task ids instead of a split (airline, retail: 0,1,...; telecom: the ids "
+            "of its tasks.json, such as [service_issue]airplane_mode_on|unseat_sim_card[PERSONA:None])."
+        ),
+    ] = None,
     trials: Annotated[int, typer.Option(min=1, help="Simulations per task (pass^k for k up to it).")] = 1,
     endpoint: EndpointOption = [],  # noqa: B006
     model: ModelOption = None,

@@ -70,7 +70,7 @@ def choose(domain: DomainData, split: str, limit: int | None, ids: list[str] | N
     if ids:
         unknown = [name for name in ids if name not in places]
         if unknown:
-            raise UnknownTask(f"no tau2 {domain.name} task {', '.join(unknown)} (ids look like 0, 1, ...)")
+            raise UnknownTask(f"no tau2 {domain.name} task {', '.join(unknown)} (ids look like {domain.tasks[0].id})")
         return [places[name] for name in ids]
     return [places[task.id] for task in domain.split(split)][:limit]
 
