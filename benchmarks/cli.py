@@ -215,7 +215,7 @@ def tau2(
         str | None,
         typer.Option(
             help="Comma-separated task ids instead of a split (airline, retail: 0,1,...; telecom: the ids "
-            "of its tasks.json, such as [service_issue]airplane_mode_on|unseat_sim_card[PERSONA:None])."
+            "its tasks.json gives, which the error for an unknown id shows an example of)."
         ),
     ] = None,
     trials: Annotated[int, typer.Option(min=1, help="Simulations per task (pass^k for k up to it).")] = 1,
