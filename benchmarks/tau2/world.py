@@ -18,12 +18,16 @@ Telecom becomes the official's own solo mode: the agent reads the task's ticket,
 tools beside its own (a phone tool's call goes to the phone, as the official routes it) and works under the
 solo policy. Its grade: the task's end-state assertions, judged on the state rebuilt from the calls (the
 benchmark's ENV_ASSERTION, half the weight), and each gold action made, successfully and with the reference's
-arguments (stricter than the benchmark's ACTION match, which an argument-less call satisfies).
+arguments (stricter than the benchmark's ACTION match, which an argument-less call satisfies); each
+state-changing call beyond the reference's halves the credit (the phone's fixes mostly take no arguments, and
+calling every toggle would otherwise earn their goals: 0.33 on average, against 0.06 for doing nothing).
 """
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any, ClassVar
@@ -165,6 +169,10 @@ def _checked(arguments: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in arguments.items() if key not in FREE_TEXT}
 
 
+def _call_key(name: str, arguments: dict[str, Any]) -> str:
+    return f"{name} {json.dumps(_checked(arguments), sort_keys=True)}"
+
+
 def _dispatcher(name: str) -> Any:
     def run(self: Tau2World, **arguments: Any) -> str:
         return self._dispatch(name, arguments)
@@ -241,4 +249,11 @@ class TelecomWorld(Tau2World):
         for action in actions:  # exactly, and it must succeed: the benchmark's lenient match would pay any empty call
             card.goal(f"{action.name} made as the reference makes it",
                       (action.name, _checked(action.arguments)) in made)  # fmt: skip
+        # Most phone fixes take no arguments, so calling every toggle would meet their goals: each state-changing
+        # call beyond the reference's (by name and arguments) is a harm, and halves the credit.
+        wanted = Counter(_call_key(action.name, action.arguments) for action in actions if env.mutates(action.name))
+        surplus = Counter(_call_key(name, arguments) for name, arguments in made if env.mutates(name)) - wanted
+        for key, count in sorted(surplus.items()):
+            for _ in range(count):
+                card.harm(f"{key.split(' ', 1)[0]} beyond what the reference does", True)
         return card

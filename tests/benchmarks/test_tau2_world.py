@@ -66,6 +66,25 @@ def test_telecom_is_solo_the_agent_works_the_phone_and_is_graded_on_the_end_stat
         assert replay(world, seed, [*bare, Finish()])[-1].reward < 1.0
 
 
+def test_telecom_pays_nothing_for_working_every_switch_on_the_phone() -> None:
+    """Most phone fixes take no arguments, so a play that calls every argument-less phone tool would meet their
+    goals: each state-changing call beyond the reference's halves the credit, so it scores below doing nothing."""
+    world = TelecomWorld()
+    phone = world.data().user_tools or []
+    switches = [ToolCall(name=entry["function"]["name"], arguments={}) for entry in phone
+                if world.data().fresh_env().mutates(entry["function"]["name"])
+                and not entry["function"]["parameters"].get("required")]  # fmt: skip
+    spam, nothing = [], []
+    for seed in range(10):
+        plan = _plan(world, seed)
+        assert replay(world, seed, [*plan, Finish()])[-1].reward == 1.0
+        extra = [ToolCall(name="toggle_wifi", arguments={})] * 2  # undone at once, but not the reference's
+        assert replay(world, seed, [*extra, *plan, Finish()])[-1].reward == 0.25
+        spam.append(replay(world, seed, [*switches, Finish()])[-1].reward)
+        nothing.append(replay(world, seed, [Finish()])[-1].reward)
+    assert len(switches) >= 10 and max(spam) < 0.05 and sum(spam) <= sum(nothing)
+
+
 def _plan(world: Tau2World, seed: int) -> list[ToolCall]:
     world.reset(seed)
     return [step for step in world.solution() if isinstance(step, ToolCall)]
