@@ -175,9 +175,6 @@ class DomainData:
             env = DomainEnv(self.fresh_toolkit())
         env.sync()  # the official environment syncs once built
         state = None if task is None else task.initial_state
-        if state is not None and (state.initialization_data or state.message_history):
-            raise ValueError(f"tau2 task {task.id if task else ''}: initialization data and message histories are "
-                             "not reproduced (no airline, retail or telecom task has them)")  # fmt: skip
         for action in (state.initialization_actions if state else None) or []:
             env.run(action.env_type, action.func_name, dict(action.arguments))
         env.sync()
@@ -209,10 +206,16 @@ def load_domain(domain: Domain) -> DomainData:
         raise ValueError(f"no tau2 domain {domain!r} (there are {', '.join(DOMAINS)})")
     folder = VENDORED / domain
     user_tools = folder / "user_tools.json"
+    tasks = [Tau2Task.model_validate(row) for row in json.loads((folder / "tasks.json").read_text("utf-8"))]
+    for task in tasks:  # checked once here, not at every episode's start
+        state = task.initial_state
+        if state is not None and (state.initialization_data or state.message_history):
+            raise ValueError(f"tau2 {domain} task {task.id}: initialization data and message histories are not "
+                             "reproduced (no airline, retail or telecom task has them)")  # fmt: skip
     return DomainData(
         name=domain,
         policy=_policy(domain),
-        tasks=[Tau2Task.model_validate(row) for row in json.loads((folder / "tasks.json").read_text("utf-8"))],
+        tasks=tasks,
         splits=json.loads((folder / "split_tasks.json").read_text("utf-8")),
         tools=json.loads((folder / "tools.json").read_text("utf-8"))["tools"],
         toolkit=_TOOLKITS[domain],
